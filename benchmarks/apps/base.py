@@ -1,0 +1,211 @@
+"""The shape every application plug-in has: its declaration (``AppType``) and its driver (``Driver``).
+
+An application module declares ``APP = AppType(...)`` and a ``Driver`` subclass. The module must stay
+cheap to import (the spec imports it to validate keys): heavy libraries (torch, llama_cpp, diffusers,
+faster_whisper) are imported inside ``Driver.load``, which runs in the application's own process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from benchmarks.clock import now
+
+if TYPE_CHECKING:
+    from benchmarks.schedulers.base import Gate
+    from benchmarks.spec import Application
+
+
+class AppOptions(BaseModel):
+    """Type-specific keys of an application unit; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class AppType:
+    """Declaration of one application type, registered in ``benchmarks.apps.APP_TYPES``."""
+
+    name: str
+    aliases: tuple[str, ...]
+    options: type[AppOptions]
+    slo_metrics: tuple[str, ...]
+    default_slo: tuple[str, ...]
+    default_priority: str
+    default_num_requests: int
+    driver: str
+    default_model: str | None = None
+    needs_model: bool = False
+    description: str = ""
+    # Checks this machine before a run starts (model and data files); returns problems as sentences.
+    check: Callable[[Application], list[str]] | None = None
+
+
+@dataclass
+class RequestRecord:
+    """One request (or audio chunk) as measured inside the application process.
+
+    Times are on the shared monotonic clock. Latency metrics count from ``arrival``: for a closed
+    loop that is when the request was sent, for an open loop when it was due, so queueing counts.
+    """
+
+    index: int
+    arrival: float
+    start: float = 0.0
+    end: float = 0.0
+    status: str = "ok"
+    warmup: bool = False
+    metrics: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, list[float]] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_event(self) -> dict[str, Any]:
+        """Return the record as the plain dict sent over the event pipe."""
+        return {
+            "index": self.index,
+            "arrival": self.arrival,
+            "start": self.start,
+            "end": self.end,
+            "status": self.status,
+            "warmup": self.warmup,
+            "metrics": self.metrics,
+            "info": self.info,
+            "series": self.series,
+            "error": self.error,
+        }
+
+
+class AppStopped(Exception):
+    """Raised inside a driver when the runner asked the application to stop (background or cancel)."""
+
+
+@dataclass
+class AppContext:
+    """What the runner hands a driver in its process: event emission, the scheduler gate, stop flag."""
+
+    node: str
+    emit: Callable[..., None]
+    gate: Gate
+    stop_requested: Callable[[], bool]
+    device: str
+    out_dir: Path
+    seed: int
+
+    @contextlib.contextmanager
+    def gpu_step(self, kind: str) -> Iterator[None]:
+        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate."""
+        if self.stop_requested():
+            raise AppStopped
+        self.gate.acquire(self.node, kind)
+        try:
+            yield
+        finally:
+            self.gate.release(self.node, kind)
+
+    def send_record(self, record: RequestRecord) -> None:
+        """Report a finished request (or chunk) to the runner."""
+        self.emit("request_end", record=record.to_event())
+
+
+def arrival_offsets(arrival: Any, count: int, seed: int) -> list[float] | None:
+    """Return open-loop arrival offsets (seconds from the first request) or None for a closed loop."""
+    kind = arrival.kind
+    if kind == "closed":
+        return None
+    if kind == "fixed":
+        return [i / arrival.rate for i in range(count)]
+    if kind == "poisson":
+        rng = random.Random(arrival.seed if arrival.seed is not None else seed)
+        offsets, t = [], 0.0
+        for _ in range(count):
+            offsets.append(t)
+            t += rng.expovariate(arrival.rate)
+        return offsets
+    times = [float(x) for x in Path(arrival.trace).read_text().split()]
+    base = times[0] if times else 0.0
+    return [t - base for t in times[:count]]
+
+
+class Driver(ABC):
+    """One application's life cycle: ``load()``, a stream of requests, ``close()``.
+
+    The default ``run`` issues ``num_requests`` requests (plus warm-up) following the unit's arrival
+    process and calls ``run_request`` for each; streaming applications override ``run``.
+    """
+
+    APP: ClassVar[AppType]
+
+    def __init__(self, unit: Application, ctx: AppContext) -> None:
+        self.unit = unit
+        self.ctx = ctx
+        self.options: Any = unit.options
+
+    @abstractmethod
+    def load(self) -> dict[str, Any]:
+        """Load the model; return a description of what was loaded (path and sha256, or random + config)."""
+
+    def payloads(self) -> Sequence[Any]:
+        """Return the request inputs (prompts, captions, questions); cycled when fewer than requests."""
+        return [None]
+
+    def run_request(self, record: RequestRecord, payload: Any) -> None:
+        """Serve one request, filling ``record.metrics`` / ``info`` / ``series``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run_request or override run")
+
+    def close(self) -> None:
+        """Release the model and any resources (called even after a failure)."""
+        return None
+
+    def run(self) -> None:
+        """Issue the unit's requests following its arrival process and report each one."""
+        unit = self.unit
+        total = unit.warmup_requests + unit.num_requests
+        payloads = list(self.payloads()) or [None]
+        offsets = arrival_offsets(unit.arrival, total, self.ctx.seed)
+        t0 = now()
+        think = unit.arrival.think_time_s
+        for i in range(total):
+            if self.ctx.stop_requested():
+                raise AppStopped
+            if offsets is not None:
+                due = t0 + offsets[i]
+                _sleep_until(due, self.ctx.stop_requested)
+                arrival = due
+            else:
+                arrival = now()
+            record = RequestRecord(index=i, arrival=arrival, warmup=i < unit.warmup_requests)
+            self.ctx.emit("request_start", index=i, arrival=arrival)
+            record.start = now()
+            try:
+                self.run_request(record, payloads[i % len(payloads)])
+            except AppStopped:
+                record.end = now()
+                record.status = "interrupted"
+                self.ctx.send_record(record)
+                raise
+            record.end = now()
+            record.metrics.setdefault("e2e", record.end - record.arrival)
+            self.ctx.send_record(record)
+            if offsets is None and think > 0 and i + 1 < total:
+                _sleep_until(now() + think, self.ctx.stop_requested)
+
+
+def _sleep_until(deadline: float, stop_requested: Callable[[], bool]) -> None:
+    """Sleep until ``deadline`` in short slices so that a stop request is honoured promptly."""
+    while True:
+        left = deadline - now()
+        if left <= 0:
+            return
+        if stop_requested():
+            raise AppStopped
+        time.sleep(min(left, 0.05))

@@ -1,0 +1,86 @@
+"""Synthetic: a configurable CPU spin or torch matmul load per step, for tests and calibration.
+
+``fail_at_request`` with ``fail_mode`` injects a failure (exception, ``os._exit`` or a segfault) so
+that users can check how the harness reports a crashing application.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any, Literal
+
+from pydantic import Field
+
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
+from benchmarks.clock import now
+
+
+class SyntheticOptions(AppOptions):
+    load: Literal["cpu", "torch"] = Field("cpu", description="busy-spin on the CPU, or torch matmuls")
+    steps: int = Field(5, ge=1, description="gated steps per request")
+    step_ms: float = Field(10.0, ge=0, description="CPU load: milliseconds of spinning per step")
+    matrix_size: int = Field(256, ge=1, le=65536, description="torch load: side of the square matmul")
+    load_time_s: float = Field(0.0, ge=0, description="seconds load() takes, to imitate a model load")
+    fail_at_request: int | None = Field(None, ge=0, description="request index at which to fail")
+    fail_mode: Literal["exception", "exit", "segfault"] = "exception"
+
+
+class SyntheticDriver(Driver):
+    def load(self) -> dict[str, Any]:
+        time.sleep(self.options.load_time_s)
+        self._torch_state: tuple[Any, Any] | None = None
+        if self.options.load == "torch":
+            import torch
+
+            device = "cuda" if self.ctx.device == "gpu" else "cpu"
+            gen = torch.Generator(device="cpu").manual_seed(self.ctx.seed)
+            n = self.options.matrix_size
+            a = torch.randn(n, n, generator=gen).to(device)
+            self._torch_state = (torch, a)
+            return {"model": "random", "config": {"matrix_size": n, "device": device}}
+        return {"model": None}
+
+    def run_request(self, record: RequestRecord, payload: Any) -> None:
+        opts = self.options
+        if opts.fail_at_request is not None and record.index == opts.fail_at_request:
+            self._fail(opts.fail_mode)
+        steps: list[float] = []
+        for _ in range(opts.steps):
+            with self.ctx.gpu_step("step"):
+                t = now()
+                self._step()
+                steps.append(now() - t)
+        record.series["step"] = steps
+        record.metrics["step"] = sum(steps) / len(steps)
+
+    def _step(self) -> None:
+        if self._torch_state is not None:
+            torch, a = self._torch_state
+            (a @ a).sum().item()
+            return
+        deadline = now() + self.options.step_ms / 1000
+        while now() < deadline:
+            pass
+
+    @staticmethod
+    def _fail(mode: str) -> None:
+        if mode == "exit":
+            os._exit(3)
+        if mode == "segfault":
+            ctypes.string_at(0)
+        raise RuntimeError("synthetic failure injected by fail_at_request")
+
+
+APP = AppType(
+    name="Synthetic",
+    aliases=("synthetic",),
+    options=SyntheticOptions,
+    slo_metrics=("e2e", "step"),
+    default_slo=(),
+    default_priority="medium",
+    default_num_requests=5,
+    driver="benchmarks.apps.synthetic:SyntheticDriver",
+    description="CPU spin or torch matmul steps behind the scheduler gate; for tests and calibration.",
+)

@@ -1,0 +1,252 @@
+"""The ``consumerbench`` command line.
+
+Sub-commands of the engine live here; other packages (the Celery worker, the web client) add theirs
+through the ``consumerbench.commands`` entry-point group, so the engine never imports them.
+Exit codes: 0 success, 1 the run or a file had problems, 2 usage or set-up error, 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, TextIO
+
+from benchmarks import metrics
+from benchmarks.results import default_out_dir, write_bundle
+from benchmarks.runner import PreflightError, preflight, run_workflow
+from benchmarks.schedulers import SCHEDULERS, SchedulerError
+from benchmarks.spec import SpecError, Workflow, WorkflowValidationError, load_file
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return EXIT_USAGE
+    code: int = args.func(args)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with the engine's commands and every plugged-in command."""
+    parser = argparse.ArgumentParser(prog="consumerbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(title="commands")
+
+    run = sub.add_parser("run", help="run a workflow on this machine and write a result bundle")
+    run.add_argument("file", type=Path)
+    run.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
+    run.add_argument("--out", type=Path, help="bundle directory (default results/<workflow>-<time>/)")
+    run.add_argument("--repeat", type=int, help="run the workflow N times (overrides 'repeat:')")
+    run.add_argument("--time-limit", type=float, help="fail the run after this many seconds")
+    run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help="check workflow files; exit 1 if any has problems")
+    validate.add_argument("files", type=Path, nargs="+")
+    validate.add_argument("--json", action="store_true", help="print the problems as JSON")
+    validate.add_argument("--check-files", action="store_true",
+                          help="also check this machine: GPU, model and data files")
+    validate.set_defaults(func=cmd_validate)
+
+    for ep in entry_points(group="consumerbench.commands"):
+        ep.load()(sub)
+    return parser
+
+
+# --------------------------------------------------------------------------------------------------
+# validate
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    report: dict[str, list[dict[str, Any]]] = {}
+    for path in args.files:
+        problems: list[SpecError] = []
+        try:
+            workflow = load_file(path)
+            if args.check_files:
+                problems = [SpecError("", None, p) for p in preflight(workflow)]
+        except WorkflowValidationError as exc:
+            problems = exc.errors
+        report[str(path)] = [p.to_dict() for p in problems]
+        if not args.json:
+            if problems:
+                print(f"{path}: {len(problems)} problem(s)")
+                for p in problems:
+                    print(f"  {p}")
+            else:
+                print(f"{path}: ok")
+    if args.json:
+        print(json.dumps({"files": report}, indent=1))
+    return EXIT_PROBLEMS if any(report.values()) else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# run
+# --------------------------------------------------------------------------------------------------
+
+
+class Progress:
+    """One line per node: redrawn in place on a terminal, printed on each change otherwise."""
+
+    def __init__(self, workflow: Workflow, stream: TextIO = sys.stdout) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.names = list(workflow.nodes)
+        self.width = max(len(n) for n in self.names)
+        self.totals = {n: workflow.unit_of(n).num_requests + workflow.unit_of(n).warmup_requests
+                       for n in self.names}
+        self.state = {n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names}
+        self.drawn = False
+        self.lock = threading.Lock()
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        node = event.get("node")
+        if node not in self.state:
+            return
+        st = self.state[node]
+        kind = event["kind"]
+        if kind == "node_status":
+            st["status"], st["reason"] = event["status"], event.get("reason")
+        elif kind == "load_end":
+            st["status"] = "running"
+        elif kind == "request_end":
+            st["done"] = int(st["done"]) + 1
+            st["last"] = event["record"]["metrics"].get("e2e")
+        else:
+            return
+        with self.lock:
+            if self.tty:
+                self._redraw()
+            elif kind == "node_status":
+                print(f"{event['t']:8.2f}s  {self._line(node)}", file=self.stream, flush=True)
+
+    def _line(self, node: str) -> str:
+        st = self.state[node]
+        text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{self.totals[node]} requests"
+        if st["last"] is not None:
+            text += f"  last e2e {st['last']:.3f}s"
+        if st["reason"] and st["status"] in ("failed", "skipped", "stopped"):
+            text += f"  ({st['reason']})"
+        return text
+
+    def _redraw(self) -> None:
+        if self.drawn:
+            self.stream.write(f"\x1b[{len(self.names)}F")
+        for n in self.names:
+            self.stream.write("\x1b[2K" + self._line(n)[:200] + "\n")
+        self.stream.flush()
+        self.drawn = True
+
+
+def summary_table(result: Mapping[str, Any]) -> str:
+    """Return the end-of-run table: one row per application, then the run's figures."""
+    rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
+    status = {n["name"]: n["status"] for n in result["nodes"]}
+    for app in result["applications"]:
+        att = app["slo_attainment"]
+        shown = [s.split("<")[0] for s in app["slo"]] or [m for m in ("e2e",) if m in app["metrics"]]
+        first = True
+        for metric in shown or ["-"]:
+            summ = app["metrics"].get(metric, {})
+            rows.append((
+                app["name"] if first else "", app["type"] if first else "", status[app["name"]] if first else "",
+                f"{app['requests_counted']}/{app['requests_total']}" if first else "",
+                ("-" if att is None else f"{att:.0%}") if first else "",
+                metric, _secs(summ.get("p50")), _secs(summ.get("p99")),
+                _secs(app["load_time_s"]) if first else "",
+            ))
+            first = False
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    ma, fair = result["mean_attainment"], result["fairness"]
+    lines.append("")
+    lines.append(
+        f"run {result['status']}: makespan {_secs(result['makespan_s'])}, mean SLO attainment "
+        f"{'-' if ma is None else f'{ma:.1%}'}, fairness {'-' if fair is None else f'{fair:.3f}'}"
+    )
+    return "\n".join(lines)
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        workflow = load_file(args.file)
+    except WorkflowValidationError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    repeat = args.repeat or workflow.repeat
+    if repeat < 1:
+        print("--repeat must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or default_out_dir(workflow.name)
+    cancel = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        print("\ncancelling (Ctrl-C again to abort at once)...", file=sys.stderr)
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    results = []
+    try:
+        for i in range(1, repeat + 1):
+            bundle = out / f"rep-{i}" if repeat > 1 else out
+            if repeat > 1:
+                print(f"== repetition {i}/{repeat}")
+            try:
+                result = run_workflow(workflow, scheduler=args.scheduler, sink=Progress(workflow),
+                                      cancel=cancel.is_set, out_dir=bundle, time_limit_s=args.time_limit,
+                                      repeat_index=i)
+            except (PreflightError, SchedulerError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            path = write_bundle(result, bundle)
+            print()
+            print(summary_table(result))
+            print(f"bundle: {path}")
+            results.append(result)
+            if cancel.is_set():
+                break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if len(results) > 1:
+        _write_repeat_summary(results, out)
+    if cancel.is_set():
+        return EXIT_CANCELLED
+    failed = any(r["status"] != "completed" or any(n["status"] in ("failed", "skipped") for n in r["nodes"])
+                 for r in results)
+    return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+def _write_repeat_summary(results: list[dict[str, Any]], out: Path) -> None:
+    summary: dict[str, Any] = {"repetitions": len(results)}
+    print(f"\nover {len(results)} repetitions (mean ± 95 % CI):")
+    for key in ("mean_attainment", "fairness", "makespan_s"):
+        values = [r[key] for r in results if r[key] is not None]
+        if not values:
+            continue
+        mean, half = metrics.mean_ci95(values)
+        summary[key] = {"mean": mean, "ci95_half_width": half, "values": values}
+        print(f"  {key:<16} {mean:.4f}" + (f" ± {half:.4f}" if half is not None else ""))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

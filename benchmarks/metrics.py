@@ -1,0 +1,123 @@
+"""Every number ConsumerBench reports, computed in one place (definitions: docs/metrics.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from benchmarks.spec import SLO
+
+PERCENTILES = (50, 90, 99)
+# Two-sided 95 % Student t critical values for 1..30 degrees of freedom; 1.96 beyond.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the q-th percentile (0-100) by linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """Return count, mean, min, max and p50/p90/p99 of a list of values (seconds)."""
+    if not values:
+        return {"count": 0}
+    out = {"count": float(len(values)), "mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    for q in PERCENTILES:
+        out[f"p{q}"] = percentile(values, q)
+    return out
+
+
+def counted(requests: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return the requests that count towards metrics: finished normally and not warm-up."""
+    return [r for r in requests if r.get("status") == "ok" and not r.get("warmup")]
+
+
+def request_slo_met(record: Mapping[str, Any], slos: Sequence[SLO]) -> bool | None:
+    """Return whether a request met every SLO of its application (None when there is no SLO).
+
+    A request that lacks a metric an SLO names (e.g. no token came back, so no TTFT) missed it.
+    """
+    if not slos:
+        return None
+    metrics = record.get("metrics", {})
+    return all(s.metric in metrics and s.met(float(metrics[s.metric])) for s in slos)
+
+
+def application_metrics(requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO]) -> dict[str, Any]:
+    """Return the per-application figures: attainment, per-metric summaries, normalised latency, throughput."""
+    rows = counted(requests)
+    names = sorted({k for r in rows for k in r.get("metrics", {})})
+    summaries = {m: summarize([float(r["metrics"][m]) for r in rows if m in r["metrics"]]) for m in names}
+    met = [request_slo_met(r, slos) for r in rows]
+    n_met = sum(1 for m in met if m)
+    attainment = n_met / len(rows) if slos and rows else None
+    normalized = {
+        s.metric: summaries[s.metric]["mean"] / s.threshold_s
+        for s in slos
+        if summaries.get(s.metric, {}).get("count")
+    }
+    throughput = None
+    if rows:
+        span = max(float(r["end"]) for r in rows) - min(float(r["arrival"]) for r in rows)
+        throughput = len(rows) / span if span > 0 else None
+    return {
+        "requests_counted": len(rows),
+        "requests_met": n_met if slos else None,
+        "slo_attainment": attainment,
+        "metrics": summaries,
+        "normalized_latency": normalized,
+        "throughput_rps": throughput,
+    }
+
+
+def normalized_performance(normalized_latency: Mapping[str, float]) -> float | None:
+    """Return an application's normalised performance: 1 / (mean of its normalised latencies).
+
+    1.0 means the mean latency sits exactly on the SLO; above 1 is better than the SLO.
+    """
+    values = [v for v in normalized_latency.values() if v > 0]
+    if not values:
+        return None
+    return 1.0 / (sum(values) / len(values))
+
+
+def jain_fairness(values: Sequence[float]) -> float | None:
+    """Return Jain's fairness index (sum x)^2 / (n * sum x^2), in (0, 1]; None for no values."""
+    if not values:
+        return None
+    square_sum = sum(v * v for v in values)
+    if square_sum == 0:
+        return None
+    return sum(values) ** 2 / (len(values) * square_sum)
+
+
+def run_summary(applications: Sequence[Mapping[str, Any]], makespan_s: float | None) -> dict[str, Any]:
+    """Return run-level figures: mean SLO attainment, Jain's fairness, makespan."""
+    attainments = [a["slo_attainment"] for a in applications if a.get("slo_attainment") is not None]
+    perf = [p for a in applications if (p := normalized_performance(a.get("normalized_latency", {}))) is not None]
+    return {
+        "mean_attainment": sum(attainments) / len(attainments) if attainments else None,
+        "fairness": jain_fairness(perf),
+        "makespan_s": makespan_s,
+    }
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float | None]:
+    """Return the mean and the half-width of its 95 % confidence interval (Student t; None for n < 2)."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean of no values")
+    mean = sum(values) / n
+    if n < 2:
+        return mean, None
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    return mean, t * math.sqrt(var / n)

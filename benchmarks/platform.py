@@ -1,0 +1,105 @@
+"""Fingerprint of the machine a run executes on (CPU, RAM, OS, GPU, driver, library versions)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import socket
+import sys
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+import psutil
+
+LIBRARIES = (
+    "consumerbench",
+    "torch",
+    "llama-cpp-python",
+    "faster-whisper",
+    "ctranslate2",
+    "transformers",
+    "diffusers",
+    "nvidia-ml-py",
+    "numpy",
+    "pydantic",
+)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return _platform.processor() or _platform.machine()
+
+
+def library_versions() -> dict[str, str]:
+    """Return installed versions of the libraries that shape results, without importing them."""
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+@cache
+def gpus() -> list[dict[str, Any]]:
+    """Return the NVIDIA GPUs visible to this process (name, memory, driver, CUDA), or [] with none."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return []
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        indices = range(pynvml.nvmlDeviceGetCount())
+        if visible is not None:
+            wanted = [v.strip() for v in visible.split(",") if v.strip()]
+            indices = [int(v) for v in wanted if v.isdigit() and int(v) < pynvml.nvmlDeviceGetCount()]
+        out = []
+        for i in indices:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            out.append({
+                "index": i,
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                "driver": driver.decode() if isinstance(driver, bytes) else driver,
+                "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            })
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def fingerprint() -> dict[str, Any]:
+    """Return the platform record stored with every result (``id`` hashes the hardware fields)."""
+    mem = psutil.virtual_memory()
+    info: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "cpu": _cpu_model(),
+        "cpu_cores": psutil.cpu_count(logical=False) or psutil.cpu_count(),
+        "cpu_threads": psutil.cpu_count(),
+        "ram_bytes": int(mem.total),
+        "os": f"{_platform.system()} {_platform.release()}",
+        "python": sys.version.split()[0],
+        "libraries": library_versions(),
+        "gpus": gpus(),
+    }
+    hardware = {k: info[k] for k in ("cpu", "cpu_threads", "ram_bytes")}
+    hardware["gpus"] = [{k: g[k] for k in ("name", "memory_total_bytes")} for g in info["gpus"]]
+    info["id"] = hashlib.sha256(json.dumps(hardware, sort_keys=True).encode()).hexdigest()[:16]
+    return info

@@ -1,0 +1,158 @@
+"""The result bundle: ``result.json`` (schema below, documented in docs/result-format.md) and CSVs.
+
+``ResultDocument`` is the schema of ``result.json``; the web side parses bundles with it and the tests
+validate every bundle the CLI writes against it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NodeStatus = Literal["succeeded", "failed", "stopped", "skipped"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestResult(_Strict):
+    index: int
+    arrival: float = Field(description="seconds since run start when the request was due")
+    start: float
+    end: float
+    status: Literal["ok", "interrupted", "error"]
+    warmup: bool
+    slo_met: bool | None
+    metrics: dict[str, float]
+    info: dict[str, Any]
+    series: dict[str, list[float]]
+    error: str | None
+
+
+class MetricSummary(_Strict):
+    count: float
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+class ApplicationResult(_Strict):
+    name: str = Field(description="the node name")
+    unit: str
+    type: str
+    device: Literal["gpu", "cpu"]
+    priority: Literal["high", "medium", "low"]
+    model: str | None
+    loaded: dict[str, Any]
+    slo: list[str]
+    load_time_s: float | None
+    requests_total: int
+    requests_counted: int
+    requests_met: int | None
+    slo_attainment: float | None = Field(ge=0, le=1)
+    metrics: dict[str, MetricSummary]
+    normalized_latency: dict[str, float]
+    throughput_rps: float | None
+    requests: list[RequestResult]
+
+
+class NodeResult(_Strict):
+    name: str
+    uses: str
+    background: bool
+    device: Literal["gpu", "cpu"]
+    status: NodeStatus
+    started_at: float | None
+    finished_at: float | None
+    load_time_s: float | None
+    reason: str | None
+
+
+class ResultDocument(_Strict):
+    schema_version: Literal[1]
+    status: Literal["completed", "cancelled", "failed"]
+    reason: str | None
+    workflow: dict[str, Any]
+    scheduler: dict[str, Any]
+    platform: dict[str, Any]
+    repeat_index: int = Field(ge=1)
+    started_at_unix: float
+    clock: dict[str, Any]
+    makespan_s: float | None
+    critical_path: list[str]
+    mean_attainment: float | None = Field(ge=0, le=1)
+    fairness: float | None = Field(gt=0, le=1.0000001)
+    nodes: list[NodeResult]
+    applications: list[ApplicationResult]
+
+
+def default_out_dir(workflow_name: str, root: Path = Path("results")) -> Path:
+    """Return ``results/<workflow>-<UTC timestamp>/`` (a fresh, not yet existing directory)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", workflow_name).strip("_") or "workflow"
+    path = root / f"{safe}-{stamp}"
+    n = 2
+    while path.exists():
+        path = root / f"{safe}-{stamp}-{n}"
+        n += 1
+    return path
+
+
+def write_bundle(result: dict[str, Any], out_dir: Path) -> Path:
+    """Write ``result.json`` and one CSV of requests per application; return the result.json path.
+
+    The JSON is written to a temporary name and renamed, so a reader never sees half a file.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for app in result["applications"]:
+        _write_requests_csv(app, out_dir / f"{_file_name(app['name'])}.csv")
+    path = out_dir / "result.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1, allow_nan=False))
+    tmp.replace(path)
+    return path
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "app"
+
+
+def _write_requests_csv(app: dict[str, Any], path: Path) -> None:
+    metric_names = sorted({m for r in app["requests"] for m in r["metrics"]})
+    info_names = sorted({k for r in app["requests"] for k, v in r["info"].items() if _scalar(v)})
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", "arrival_s", "start_s", "end_s", "status", "warmup", "slo_met",
+                         *[f"{m}_s" for m in metric_names], *info_names])
+        for r in app["requests"]:
+            writer.writerow([
+                r["index"], f"{r['arrival']:.6f}", f"{r['start']:.6f}", f"{r['end']:.6f}", r["status"],
+                int(r["warmup"]), "" if r["slo_met"] is None else int(r["slo_met"]),
+                *[_fmt(r["metrics"].get(m)) for m in metric_names],
+                *[r["info"].get(k, "") for k in info_names],
+            ])
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) or value is None
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def load_bundle(path: Path) -> ResultDocument:
+    """Read and validate a ``result.json`` (or the bundle directory holding it)."""
+    if path.is_dir():
+        path = path / "result.json"
+    return ResultDocument.model_validate_json(path.read_text())

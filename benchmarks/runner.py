@@ -1,0 +1,517 @@
+"""The DAG runner: one OS process per node, events over pipes, DAG semantics, cancellation.
+
+Semantics (docs/workflow-format.md):
+- a node starts when each of its dependencies has succeeded; a dependency on a background node is
+  met once that node has loaded its model (it runs on, so it cannot be waited for);
+- a node that fails (exception, crash, non-zero exit) marks every node downstream ``skipped``;
+- background nodes are stopped (``stopped``) once every foreground node has finished;
+- cancellation (a callable the caller polls, e.g. Ctrl-C or the web's cancel flag) stops every
+  process within ``stop_grace_s`` plus one second and still returns what was measured.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchmarks import clock, metrics
+from benchmarks.apps import driver_class
+from benchmarks.apps.base import AppContext, AppStopped
+from benchmarks.platform import fingerprint, gpus
+from benchmarks.schedulers import get_scheduler
+from benchmarks.schedulers.base import GateSpec, NodePlan, Scheduler, SchedulerError
+from benchmarks.spec import Application, Workflow, to_dict
+
+POLL_S = 0.05
+SCHEMA_VERSION = 1
+TERMINAL = ("succeeded", "failed", "stopped", "skipped")
+
+
+class RunSink(Protocol):
+    """Where the runner reports as it goes (CLI progress, the web worker's database writer)."""
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        """Called for every event: node status changes and application events (see docs)."""
+
+
+class NullSink:
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        return None
+
+
+class PreflightError(RuntimeError):
+    """The run cannot start on this machine (missing GPU, model or file); nothing was started."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("the run cannot start:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass
+class NodeState:
+    name: str
+    unit: Application
+    background: bool
+    device: str
+    status: str = "pending"
+    reason: str | None = None
+    process: BaseProcess | None = None
+    conn: Connection | None = None
+    stop_event: Any = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    load_started: float | None = None
+    load_finished: float | None = None
+    loaded: dict[str, Any] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    done_status: str | None = None
+    stop_sent_at: float | None = None
+    pipe_open: bool = True
+
+
+def resolve_device(unit: Application) -> str:
+    """Return ``gpu`` or ``cpu`` for a unit (``auto`` takes the GPU when one is visible)."""
+    if unit.device == "auto":
+        return "gpu" if gpus() else "cpu"
+    return unit.device
+
+
+def preflight(workflow: Workflow) -> list[str]:
+    """Return the problems that stop this workflow from running here (devices, models, files)."""
+    problems: list[str] = []
+    for name, unit in workflow.applications.items():
+        if unit.device == "gpu" and not gpus():
+            problems.append(
+                f"unit '{name}' asks for device: gpu, but no NVIDIA GPU is visible here "
+                "(NVML found none); use device: cpu or auto, or run it on a GPU worker"
+            )
+        check = unit.app_type.check
+        if check is not None:
+            problems.extend(f"unit '{name}': {p}" for p in check(unit))
+    return problems
+
+
+def run_workflow(
+    workflow: Workflow,
+    scheduler: str | None = None,
+    sink: RunSink | None = None,
+    cancel: Callable[[], bool] | None = None,
+    out_dir: Path | None = None,
+    time_limit_s: float | None = None,
+    stop_grace_s: float = 3.0,
+    repeat_index: int = 1,
+) -> dict[str, Any]:
+    """Run a workflow on this machine and return its result document (docs/result-format.md).
+
+    Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
+    when the scheduler cannot serve the run here.
+    """
+    problems = preflight(workflow)
+    if problems:
+        raise PreflightError(problems)
+    run = _Run(
+        workflow,
+        get_scheduler(scheduler or workflow.scheduler),
+        sink or NullSink(),
+        cancel or (lambda: False),
+        out_dir,
+        time_limit_s,
+        stop_grace_s,
+    )
+    return run.execute(repeat_index)
+
+
+class _Run:
+    def __init__(
+        self,
+        workflow: Workflow,
+        scheduler: Scheduler,
+        sink: RunSink,
+        cancel: Callable[[], bool],
+        out_dir: Path | None,
+        time_limit_s: float | None,
+        stop_grace_s: float,
+    ) -> None:
+        self.workflow = workflow
+        self.scheduler = scheduler
+        self.sink = sink
+        self.cancel = cancel
+        self.out_dir = out_dir
+        self.time_limit_s = time_limit_s
+        self.stop_grace_s = stop_grace_s
+        self.ctx = mp.get_context("spawn")
+        self.nodes = {
+            name: NodeState(name, workflow.unit_of(name), node.background, resolve_device(workflow.unit_of(name)))
+            for name, node in workflow.nodes.items()
+        }
+        self.t0 = clock.now()
+        self.status = "completed"
+        self.stop_reason: str | None = None
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, node: str | None = None, t: float | None = None, **fields: Any) -> None:
+        """Report an event to the sink; ``t`` is seconds since the run started (now by default)."""
+        event = {"t": clock.now() - self.t0 if t is None else t, "kind": kind, "node": node, **fields}
+        self.sink.on_event(event)
+
+    def _set_status(self, state: NodeState, status: str, reason: str | None = None) -> None:
+        state.status = status
+        if reason is not None:
+            state.reason = reason
+        if status in TERMINAL and state.finished_at is None:
+            state.finished_at = clock.now()
+        self._emit("node_status", state.name, status=status, reason=state.reason)
+
+    # -- main loop ---------------------------------------------------------------------------------
+
+    def execute(self, repeat_index: int) -> dict[str, Any]:
+        plans = {
+            name: NodePlan(name, s.unit.name, s.device, s.unit.priority, s.unit.mps, s.background)
+            for name, s in self.nodes.items()
+        }
+        self.t0 = clock.now()
+        started_wall = clock.wall()
+        self._emit("run_status", status="running")
+        try:
+            self.scheduler.start(self.workflow, plans)
+            try:
+                self._loop(plans)
+            finally:
+                self._shutdown_all()
+        except SchedulerError:
+            self._shutdown_all()
+            raise
+        finally:
+            self.scheduler.stop()
+        result = self._result(started_wall, repeat_index)
+        self._emit("run_status", status=self.status, reason=self.stop_reason)
+        return result
+
+    def _loop(self, plans: Mapping[str, NodePlan]) -> None:
+        while True:
+            if self.status == "completed":
+                if self.cancel():
+                    self._abort("cancelled", "run cancelled")
+                elif self.time_limit_s is not None and clock.now() - self.t0 > self.time_limit_s:
+                    self._abort("failed", f"time limit of {self.time_limit_s:g} s exceeded")
+            if self.status == "completed":
+                self._start_ready(plans)
+                self._stop_background_if_done()
+            self._escalate_stops()
+            active = [s for s in self.nodes.values() if s.status in ("running", "stopping")]
+            if not active and not any(s.status == "pending" for s in self.nodes.values()):
+                return
+            waitables: list[Any] = []
+            for s in active:
+                assert s.process is not None and s.conn is not None
+                waitables += [s.conn, s.process.sentinel] if s.pipe_open else [s.process.sentinel]
+            for ready in wait(waitables, timeout=POLL_S):
+                for s in active:
+                    if ready is s.conn:
+                        self._drain(s)
+                    elif s.process is not None and ready == s.process.sentinel:
+                        self._reap(s)
+            self.scheduler.poll()
+
+    def _deps_met(self, name: str) -> bool | str:
+        """True when the node may start, False to wait, or a reason string to skip it."""
+        for dep in self.workflow.nodes[name].depend_on:
+            d = self.nodes[dep]
+            if d.status in ("failed", "skipped"):
+                return f"dependency '{dep}' {d.status}"
+            if d.background and d.load_finished is not None:
+                continue
+            if d.background and d.status in ("stopped", "succeeded"):
+                continue
+            if d.status != "succeeded":
+                return False
+        return True
+
+    def _start_ready(self, plans: Mapping[str, NodePlan]) -> None:
+        for name, state in self.nodes.items():
+            if state.status != "pending":
+                continue
+            met = self._deps_met(name)
+            if isinstance(met, str):
+                self._set_status(state, "skipped", met)
+            elif met:
+                self._spawn(state, plans[name])
+
+    def _spawn(self, state: NodeState, plan: NodePlan) -> None:
+        recv, send = self.ctx.Pipe(duplex=False)
+        state.stop_event = self.ctx.Event()
+        env = self.scheduler.env_for(plan)
+        gate = self.scheduler.gate_for(plan)
+        out_dir = str(self.out_dir / "artifacts" / state.name) if self.out_dir else ""
+        seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
+        state.process = self.ctx.Process(
+            target=app_process_main,
+            name=f"cb-{state.name}",
+            args=(state.name, state.unit, state.device, gate, env, send, state.stop_event, out_dir, seed),
+            daemon=True,
+        )
+        state.started_at = clock.now()
+        state.process.start()
+        send.close()
+        state.conn = recv
+        self._set_status(state, "running")
+        self._emit("process", state.name, pid=state.process.pid)
+
+    def _drain(self, state: NodeState) -> None:
+        assert state.conn is not None
+        try:
+            while state.conn.poll():
+                self._handle(state, state.conn.recv())
+        except (EOFError, OSError):
+            # The process closed its end: only its exit is left to wait for.
+            state.pipe_open = False
+
+    def _handle(self, state: NodeState, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        t = float(event.pop("t")) - self.t0
+        if kind == "load_start":
+            state.load_started = t + self.t0
+        elif kind == "load_end":
+            state.load_finished = t + self.t0
+            state.loaded = event.get("loaded") or {}
+        elif kind == "request_end":
+            record = _relative(event["record"], self.t0)
+            state.requests.append(record)
+            self.scheduler.on_request_end(state.name, record)
+        elif kind == "done":
+            state.done_status = event.get("status")
+            if event.get("error"):
+                state.reason = event["error"]
+        if kind == "request_end":
+            event["record"] = state.requests[-1]
+        self._emit(str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")})
+
+    def _reap(self, state: NodeState) -> None:
+        assert state.process is not None
+        self._drain(state)
+        state.process.join(timeout=1)
+        code = state.process.exitcode
+        if state.done_status == "succeeded" and code == 0:
+            self._set_status(state, "succeeded")
+        elif state.done_status == "stopped" or (state.status == "stopping" and state.done_status is None):
+            reason = state.reason or ("stopped: foreground finished" if state.background else "stopped")
+            self._set_status(state, "stopped", reason)
+        else:
+            reason = state.reason or _exit_reason(code)
+            self._set_status(state, "failed", reason)
+        if state.conn is not None:
+            state.conn.close()
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    def _stop_background_if_done(self) -> None:
+        foreground = [s for s in self.nodes.values() if not s.background]
+        if not foreground or any(s.status not in TERMINAL for s in foreground):
+            return
+        for s in self.nodes.values():
+            if s.background and s.status == "pending":
+                self._set_status(s, "skipped", "foreground finished before it could start")
+            elif s.background and s.status == "running":
+                self._request_stop(s, "stopped: foreground finished")
+
+    def _request_stop(self, state: NodeState, reason: str) -> None:
+        state.reason = reason
+        state.status = "stopping"
+        state.stop_sent_at = clock.now()
+        state.stop_event.set()
+        self._emit("node_status", state.name, status="stopping", reason=reason)
+
+    def _abort(self, status: str, reason: str) -> None:
+        self.status = status
+        self.stop_reason = reason
+        for s in self.nodes.values():
+            if s.status == "pending":
+                self._set_status(s, "skipped", reason)
+            elif s.status == "running":
+                self._request_stop(s, reason)
+
+    def _escalate_stops(self) -> None:
+        """Terminate processes that ignored a stop request for ``stop_grace_s``, then kill them."""
+        for s in self.nodes.values():
+            if s.status != "stopping" or s.stop_sent_at is None or s.process is None:
+                continue
+            late = clock.now() - s.stop_sent_at - self.stop_grace_s
+            if late > 0 and s.process.is_alive():
+                if late < 0.5:
+                    s.process.terminate()
+                else:
+                    s.process.kill()
+
+    def _shutdown_all(self) -> None:
+        for s in self.nodes.values():
+            if s.process is not None and s.process.is_alive():
+                s.process.kill()
+                s.process.join(timeout=2)
+                if s.status not in TERMINAL:
+                    self._set_status(s, "stopped", s.reason or "stopped by the runner")
+
+    # -- result --------------------------------------------------------------------------------------
+
+    def _result(self, started_wall: float, repeat_index: int) -> dict[str, Any]:
+        rel = self._rel
+        nodes, applications = [], []
+        for name, s in self.nodes.items():
+            load_time = (
+                s.load_finished - s.load_started
+                if s.load_finished is not None and s.load_started is not None
+                else None
+            )
+            nodes.append({
+                "name": name,
+                "uses": s.unit.name,
+                "background": s.background,
+                "device": s.device,
+                "status": s.status,
+                "started_at": rel(s.started_at),
+                "finished_at": rel(s.finished_at),
+                "load_time_s": load_time,
+                "reason": s.reason if s.status != "succeeded" else None,
+            })
+            slos = s.unit.slo
+            for r in s.requests:
+                r["slo_met"] = metrics.request_slo_met(r, slos) if r["status"] == "ok" else None
+            app = {
+                "name": name,
+                "unit": s.unit.name,
+                "type": s.unit.type,
+                "device": s.device,
+                "priority": s.unit.priority,
+                "model": s.unit.model,
+                "loaded": s.loaded,
+                "slo": [str(x) for x in slos],
+                "load_time_s": load_time,
+                "requests_total": len(s.requests),
+                **metrics.application_metrics(s.requests, slos),
+                "requests": s.requests,
+            }
+            applications.append(app)
+        foreground_ends = [s.finished_at for s in self.nodes.values() if not s.background and s.finished_at]
+        ends = foreground_ends or [s.finished_at for s in self.nodes.values() if s.finished_at]
+        makespan = max(ends) - self.t0 if ends else None
+        summary = metrics.run_summary(applications, makespan)
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "status": self.status,
+            "reason": self.stop_reason,
+            "workflow": to_dict(self.workflow),
+            "scheduler": self.scheduler.describe(),
+            "platform": fingerprint(),
+            "repeat_index": repeat_index,
+            "started_at_unix": started_wall,
+            "clock": {"t0_monotonic": self.t0, "unit": "seconds since t0"},
+            "makespan_s": makespan,
+            "critical_path": self._critical_path(),
+            "mean_attainment": summary["mean_attainment"],
+            "fairness": summary["fairness"],
+            "nodes": nodes,
+            "applications": applications,
+        }
+
+    def _rel(self, t: float | None) -> float | None:
+        return None if t is None else t - self.t0
+
+    def _critical_path(self) -> list[str]:
+        """Walk back from the last foreground node to finish through its latest-finishing dependency."""
+        done = {n: s for n, s in self.nodes.items() if s.finished_at is not None and not s.background}
+        if not done:
+            return []
+        current: str | None = max(done, key=lambda n: done[n].finished_at or 0.0)
+        path: list[str] = []
+        while current is not None:
+            path.append(current)
+            deps = [d for d in self.workflow.nodes[current].depend_on if self.nodes[d].finished_at is not None]
+            current = max(deps, key=lambda d: self.nodes[d].finished_at or 0.0) if deps else None
+        return path[::-1]
+
+
+def _relative(record: dict[str, Any], t0: float) -> dict[str, Any]:
+    out = dict(record)
+    for key in ("arrival", "start", "end"):
+        out[key] = float(out[key]) - t0
+    return out
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "the application process did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the application process was killed by {name} (exit code {code})"
+    return f"the application process exited with code {code} before reporting completion"
+
+
+# --------------------------------------------------------------------------------------------------
+# Inside the application process
+# --------------------------------------------------------------------------------------------------
+
+
+def app_process_main(
+    node: str,
+    unit: Application,
+    device: str,
+    gate_spec: GateSpec,
+    env: dict[str, str],
+    conn: Connection,
+    stop_event: Any,
+    out_dir: str,
+    seed: int,
+) -> None:
+    """Entry point of an application process: load, run the requests, report, close."""
+    os.environ.update(env)
+    # Ctrl-C reaches the whole process group; the runner decides how the application stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def emit(kind: str, **fields: Any) -> None:
+        conn.send({"t": clock.now(), "kind": kind, **fields})
+
+    ctx = AppContext(
+        node=node,
+        emit=emit,
+        gate=gate_spec.open(),
+        stop_requested=stop_event.is_set,
+        device=device,
+        out_dir=Path(out_dir) if out_dir else Path.cwd() / "artifacts" / node,
+        seed=seed,
+    )
+    driver = None
+    status, error, code = "succeeded", None, 0
+    try:
+        driver = driver_class(unit.app_type)(unit, ctx)
+        emit("load_start")
+        loaded = driver.load()
+        emit("load_end", loaded=loaded)
+        driver.run()
+    except AppStopped:
+        status = "stopped"
+    except BaseException as exc:
+        status, code = "failed", 1
+        error = f"{type(exc).__name__}: {exc}"
+        emit("log", level="error", message=traceback.format_exc())
+    finally:
+        try:
+            if driver is not None:
+                driver.close()
+        except Exception as exc:
+            if status == "succeeded":
+                status, code, error = "failed", 1, f"close() failed: {type(exc).__name__}: {exc}"
+        emit("done", status=status, error=error)
+        conn.close()
+    if code:
+        raise SystemExit(code)

@@ -1,0 +1,86 @@
+"""The shape every scheduler has.
+
+A scheduler lives on two sides. In the runner process, ``Scheduler`` prepares the run (an MPS
+daemon, an arbiter's shared memory), gives each application process its environment and a picklable
+``GateSpec``, is polled while the run goes on and is told of every finished request. In each
+application process, ``GateSpec.open()`` returns the ``Gate`` that every GPU step passes through.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from benchmarks.spec import Workflow
+
+
+class Gate(Protocol):
+    """Admission control for one GPU step of one application."""
+
+    def acquire(self, app: str, kind: str) -> None:
+        """Block until ``app`` may run a step of ``kind``."""
+
+    def release(self, app: str, kind: str) -> None:
+        """Report that the step has finished."""
+
+
+class GateSpec(ABC):
+    """Picklable recipe for a ``Gate``, sent to the application process."""
+
+    @abstractmethod
+    def open(self) -> Gate:
+        """Return the gate to use inside the application process."""
+
+
+class SchedulerError(RuntimeError):
+    """The scheduler cannot serve this run on this machine (e.g. MPS absent); the message says why."""
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """What a scheduler knows about a node when the run starts."""
+
+    name: str
+    unit: str
+    device: str
+    priority: str
+    mps: int | None
+    background: bool
+
+
+class Scheduler(ABC):
+    """One policy for sharing the device among the applications of a run."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
+        """Prepare the run before any application process starts; raise SchedulerError if impossible."""
+        return None
+
+    def env_for(self, node: NodePlan) -> dict[str, str]:
+        """Return environment variables for the node's application process."""
+        return {}
+
+    @abstractmethod
+    def gate_for(self, node: NodePlan) -> GateSpec:
+        """Return the gate recipe for the node's application process."""
+
+    def on_request_end(self, node: str, record: Mapping[str, Any]) -> None:
+        """Feedback after every finished request (latency against the SLO)."""
+        return None
+
+    def poll(self) -> None:
+        """Called by the runner's loop several times a second."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result bundle records about this scheduler's run (name and parameters)."""
+        return {"name": self.name}
+
+    def stop(self) -> None:
+        """Tear down whatever ``start`` set up; called even when the run failed."""
+        return None
