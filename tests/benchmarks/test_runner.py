@@ -1,0 +1,179 @@
+"""The DAG runner with real application processes (Sleep and Synthetic)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from benchmarks.results import ResultDocument
+from benchmarks.runner import PreflightError, run_workflow
+from benchmarks.spec import load_yaml
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        self.events.append(dict(event))
+
+    def kinds(self, node: str) -> list[str]:
+        return [e["kind"] for e in self.events if e["node"] == node]
+
+
+def run(text: str, **kwargs: Any) -> dict[str, Any]:
+    result = run_workflow(load_yaml(text, name="t"), **kwargs)
+    ResultDocument.model_validate(result)
+    return result
+
+
+def node(result: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(n for n in result["nodes"] if n["name"] == name)
+
+
+def app(result: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(a for a in result["applications"] if a["name"] == name)
+
+
+def test_dependencies_run_in_order_and_requests_are_timed_on_one_clock() -> None:
+    sink = Recorder()
+    result = run("""
+a: {type: Sleep, sleep_time: 0.1, num_requests: 2}
+b: {type: Sleep, sleep_time: 0.05, num_requests: 3}
+workflows:
+  first: {uses: a}
+  second: {uses: b, depend_on: [first]}
+""", sink=sink)
+    first, second = node(result, "first"), node(result, "second")
+    assert first["status"] == second["status"] == "succeeded"
+    assert second["started_at"] >= first["finished_at"]
+    reqs = app(result, "second")["requests"]
+    assert [r["index"] for r in reqs] == [0, 1, 2]
+    for r in reqs:
+        assert second["started_at"] <= r["arrival"] <= r["start"] <= r["end"] <= second["finished_at"]
+        assert r["metrics"]["e2e"] == pytest.approx(0.05, abs=0.04)
+    assert result["makespan_s"] >= second["finished_at"] - 0.001
+    assert result["critical_path"] == ["first", "second"]
+    assert sink.kinds("second")[:3] == ["node_status", "process", "load_start"]
+    times = [e["t"] for e in sink.events if e["node"] == "second" and e["kind"] == "request_end"]
+    assert times == sorted(times)
+
+
+def test_background_node_is_stopped_when_every_foreground_node_has_finished() -> None:
+    result = run("""
+bg: {type: Sleep, sleep_time: 0.1, num_requests: 1000}
+fg: {type: Sleep, sleep_time: 0.1, num_requests: 3}
+workflows:
+  analysis: {uses: bg, background: true}
+  brainstorm: {uses: fg}
+  outline: {uses: fg, depend_on: [brainstorm, analysis]}
+""")
+    analysis = node(result, "analysis")
+    assert analysis["status"] == "stopped"
+    assert "foreground finished" in analysis["reason"]
+    assert node(result, "outline")["status"] == "succeeded"
+    # Stopped promptly at the next step boundary, long before its 1000 requests.
+    assert analysis["finished_at"] - node(result, "outline")["finished_at"] < 2.0
+    assert 0 < app(result, "analysis")["requests_counted"] < 1000
+    assert result["status"] == "completed"
+
+
+def test_failed_node_skips_its_dependents_with_the_reason() -> None:
+    result = run("""
+bad: {type: Synthetic, fail_at_request: 0, steps: 1}
+ok: {type: Sleep, sleep_time: 0.01}
+workflows:
+  a: {uses: bad}
+  b: {uses: ok, depend_on: [a]}
+  c: {uses: ok, depend_on: [b]}
+  d: {uses: ok}
+""")
+    assert node(result, "a")["status"] == "failed"
+    assert "synthetic failure" in node(result, "a")["reason"]
+    assert node(result, "b")["status"] == "skipped" and node(result, "b")["reason"] == "dependency 'a' failed"
+    assert node(result, "c")["status"] == "skipped" and node(result, "c")["reason"] == "dependency 'b' skipped"
+    assert node(result, "d")["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("exit", "exited with code 3"), ("segfault", "SIGSEGV")])
+def test_crashing_application_process_fails_its_node_but_not_the_runner(mode: str, reason: str) -> None:
+    result = run(f"""
+crash: {{type: Synthetic, fail_at_request: 1, fail_mode: {mode}, steps: 1, step_ms: 1}}
+fine: {{type: Sleep, sleep_time: 0.2, num_requests: 2}}
+""")
+    crashed = node(result, "crash")
+    assert crashed["status"] == "failed" and reason in crashed["reason"]
+    # What was measured before the crash is kept.
+    assert app(result, "crash")["requests_total"] == 1
+    assert node(result, "fine")["status"] == "succeeded"
+
+
+def test_cancel_stops_everything_within_five_seconds_and_keeps_the_measurements() -> None:
+    start = time.monotonic()
+    result = run("""
+slow: {type: Sleep, sleep_time: 0.2, num_requests: 1000}
+stuck: {type: Synthetic, steps: 1, step_ms: 60000}
+later: {type: Sleep}
+workflows:
+  s: {uses: slow}
+  k: {uses: stuck}
+  l: {uses: later, depend_on: [s]}
+""", cancel=lambda: time.monotonic() - start > 2.0, stop_grace_s=1.0)
+    elapsed = time.monotonic() - start
+    assert result["status"] == "cancelled" and result["reason"] == "run cancelled"
+    assert elapsed < 2.0 + 5.0
+    assert node(result, "s")["status"] == "stopped"
+    assert node(result, "k")["status"] == "stopped"  # ignored the stop request: terminated
+    assert node(result, "l")["status"] == "skipped"
+    assert app(result, "s")["requests_counted"] >= 3
+
+
+def test_time_limit_fails_the_run() -> None:
+    result = run("a: {type: Sleep, sleep_time: 0.1, num_requests: 1000}\n", time_limit_s=1.0, stop_grace_s=0.5)
+    assert result["status"] == "failed" and "time limit" in result["reason"]
+
+
+def test_gpu_unit_on_a_machine_without_gpu_fails_before_anything_starts() -> None:
+    from benchmarks.platform import gpus
+
+    if gpus():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(PreflightError) as info:
+        run_workflow(load_yaml("a: {type: Sleep, device: gpu}\n"))
+    assert "unit 'a' asks for device: gpu" in str(info.value)
+
+
+def test_slo_attainment_and_warmup_are_applied_to_recorded_requests() -> None:
+    result = run("""
+a:
+  type: Synthetic
+  steps: 1
+  step_ms: 5
+  num_requests: 4
+  warmup_requests: 2
+  slo: ["e2e<=10s", "step<1us"]
+""")
+    a = app(result, "a")
+    assert a["requests_total"] == 6 and a["requests_counted"] == 4
+    assert a["slo_attainment"] == 0.0 and a["requests_met"] == 0
+    assert all(r["slo_met"] is False for r in a["requests"])
+    assert a["normalized_latency"]["e2e"] < 0.01
+    assert result["mean_attainment"] == 0.0
+
+
+def test_open_loop_arrivals_count_queueing_from_the_due_time() -> None:
+    result = run("""
+a:
+  type: Sleep
+  sleep_time: 0.2
+  num_requests: 4
+  arrival: {kind: fixed, rate: 20}
+""")
+    reqs = app(result, "a")["requests"]
+    gaps = [b["arrival"] - a["arrival"] for a, b in zip(reqs, reqs[1:], strict=False)]
+    assert gaps == pytest.approx([0.05] * 3, abs=1e-6)
+    # Requests queue behind each other: the last one waited for the three before it.
+    assert reqs[-1]["metrics"]["e2e"] > 0.6
