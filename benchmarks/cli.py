@@ -53,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check workflow files; exit 1 if any has problems")
     validate.add_argument("files", type=Path, nargs="+")
     validate.add_argument("--json", action="store_true", help="print the problems as JSON")
-    validate.add_argument("--check-files", action="store_true",
-                          help="also check this machine: GPU, model and data files")
+    validate.add_argument(
+        "--check-files", action="store_true", help="also check this machine: GPU, model and data files"
+    )
     validate.set_defaults(func=cmd_validate)
 
     for ep in entry_points(group="consumerbench.commands"):
@@ -103,9 +104,12 @@ class Progress:
         self.tty = stream.isatty()
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.totals = {n: workflow.unit_of(n).num_requests + workflow.unit_of(n).warmup_requests
-                       for n in self.names}
-        self.state = {n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names}
+        self.totals = {
+            n: workflow.unit_of(n).num_requests + workflow.unit_of(n).warmup_requests for n in self.names
+        }
+        self.state: dict[str, dict[str, Any]] = {
+            n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
+        }
         self.drawn = False
         self.lock = threading.Lock()
 
@@ -120,7 +124,7 @@ class Progress:
         elif kind == "load_end":
             st["status"] = "running"
         elif kind == "request_end":
-            st["done"] = int(st["done"]) + 1
+            st["done"] += 1
             st["last"] = event["record"]["metrics"].get("e2e")
         else:
             return
@@ -158,13 +162,19 @@ def summary_table(result: Mapping[str, Any]) -> str:
         first = True
         for metric in shown or ["-"]:
             summ = app["metrics"].get(metric, {})
-            rows.append((
-                app["name"] if first else "", app["type"] if first else "", status[app["name"]] if first else "",
-                f"{app['requests_counted']}/{app['requests_total']}" if first else "",
-                ("-" if att is None else f"{att:.0%}") if first else "",
-                metric, _secs(summ.get("p50")), _secs(summ.get("p99")),
-                _secs(app["load_time_s"]) if first else "",
-            ))
+            rows.append(
+                (
+                    app["name"] if first else "",
+                    app["type"] if first else "",
+                    status[app["name"]] if first else "",
+                    f"{app['requests_counted']}/{app['requests_total']}" if first else "",
+                    ("-" if att is None else f"{att:.0%}") if first else "",
+                    metric,
+                    _secs(summ.get("p50")),
+                    _secs(summ.get("p99")),
+                    _secs(app["load_time_s"]) if first else "",
+                )
+            )
             first = False
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -211,9 +221,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             if repeat > 1:
                 print(f"== repetition {i}/{repeat}")
             try:
-                result = run_workflow(workflow, scheduler=args.scheduler, sink=Progress(workflow),
-                                      cancel=cancel.is_set, out_dir=bundle, time_limit_s=args.time_limit,
-                                      repeat_index=i)
+                result = run_workflow(
+                    workflow,
+                    scheduler=args.scheduler,
+                    sink=Progress(workflow),
+                    cancel=cancel.is_set,
+                    out_dir=bundle,
+                    time_limit_s=args.time_limit,
+                    repeat_index=i,
+                )
             except (PreflightError, SchedulerError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return EXIT_USAGE
@@ -230,8 +246,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_repeat_summary(results, out)
     if cancel.is_set():
         return EXIT_CANCELLED
-    failed = any(r["status"] != "completed" or any(n["status"] in ("failed", "skipped") for n in r["nodes"])
-                 for r in results)
+    failed = any(
+        r["status"] != "completed" or any(n["status"] in ("failed", "skipped") for n in r["nodes"])
+        for r in results
+    )
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 

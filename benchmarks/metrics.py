@@ -10,9 +10,38 @@ from benchmarks.spec import SLO
 
 PERCENTILES = (50, 90, 99)
 # Two-sided 95 % Student t critical values for 1..30 degrees of freedom; 1.96 beyond.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
+_T95 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -29,7 +58,12 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     """Return count, mean, min, max and p50/p90/p99 of a list of values (seconds)."""
     if not values:
         return {"count": 0}
-    out = {"count": float(len(values)), "mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    out = {
+        "count": float(len(values)),
+        "mean": sum(values) / len(values),
+        "min": min(values),
+        "max": max(values),
+    }
     for q in PERCENTILES:
         out[f"p{q}"] = percentile(values, q)
     return out
@@ -52,7 +86,7 @@ def request_slo_met(record: Mapping[str, Any], slos: Sequence[SLO]) -> bool | No
 
 
 def application_metrics(requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO]) -> dict[str, Any]:
-    """Return the per-application figures: attainment, per-metric summaries, normalised latency, throughput."""
+    """Return per-application figures: attainment, per-metric summaries, normalised latency, throughput."""
     rows = counted(requests)
     names = sorted({k for r in rows for k in r.get("metrics", {})})
     summaries = {m: summarize([float(r["metrics"][m]) for r in rows if m in r["metrics"]]) for m in names}
@@ -102,7 +136,9 @@ def jain_fairness(values: Sequence[float]) -> float | None:
 def run_summary(applications: Sequence[Mapping[str, Any]], makespan_s: float | None) -> dict[str, Any]:
     """Return run-level figures: mean SLO attainment, Jain's fairness, makespan."""
     attainments = [a["slo_attainment"] for a in applications if a.get("slo_attainment") is not None]
-    perf = [p for a in applications if (p := normalized_performance(a.get("normalized_latency", {}))) is not None]
+    perf = [
+        p for a in applications if (p := normalized_performance(a.get("normalized_latency", {}))) is not None
+    ]
     return {
         "mean_attainment": sum(attainments) / len(attainments) if attainments else None,
         "fairness": jain_fairness(perf),

@@ -65,7 +65,7 @@ def gpus() -> list[dict[str, Any]]:
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        indices = range(pynvml.nvmlDeviceGetCount())
+        indices: list[int] = list(range(pynvml.nvmlDeviceGetCount()))
         if visible is not None:
             wanted = [v.strip() for v in visible.split(",") if v.strip()]
             indices = [int(v) for v in wanted if v.isdigit() and int(v) < pynvml.nvmlDeviceGetCount()]
@@ -73,13 +73,15 @@ def gpus() -> list[dict[str, Any]]:
         for i in indices:
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(handle)
-            out.append({
-                "index": i,
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
-                "driver": driver.decode() if isinstance(driver, bytes) else driver,
-                "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
-            })
+            out.append(
+                {
+                    "index": i,
+                    "name": name.decode() if isinstance(name, bytes) else name,
+                    "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                    "driver": driver.decode() if isinstance(driver, bytes) else driver,
+                    "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
+                }
+            )
         return out
     finally:
         pynvml.nvmlShutdown()

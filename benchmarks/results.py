@@ -132,15 +132,33 @@ def _write_requests_csv(app: dict[str, Any], path: Path) -> None:
     info_names = sorted({k for r in app["requests"] for k, v in r["info"].items() if _scalar(v)})
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["index", "arrival_s", "start_s", "end_s", "status", "warmup", "slo_met",
-                         *[f"{m}_s" for m in metric_names], *info_names])
+        writer.writerow(
+            [
+                "index",
+                "arrival_s",
+                "start_s",
+                "end_s",
+                "status",
+                "warmup",
+                "slo_met",
+                *[f"{m}_s" for m in metric_names],
+                *info_names,
+            ]
+        )
         for r in app["requests"]:
-            writer.writerow([
-                r["index"], f"{r['arrival']:.6f}", f"{r['start']:.6f}", f"{r['end']:.6f}", r["status"],
-                int(r["warmup"]), "" if r["slo_met"] is None else int(r["slo_met"]),
-                *[_fmt(r["metrics"].get(m)) for m in metric_names],
-                *[r["info"].get(k, "") for k in info_names],
-            ])
+            writer.writerow(
+                [
+                    r["index"],
+                    f"{r['arrival']:.6f}",
+                    f"{r['start']:.6f}",
+                    f"{r['end']:.6f}",
+                    r["status"],
+                    int(r["warmup"]),
+                    "" if r["slo_met"] is None else int(r["slo_met"]),
+                    *[_fmt(r["metrics"].get(m)) for m in metric_names],
+                    *[r["info"].get(k, "") for k in info_names],
+                ]
+            )
 
 
 def _scalar(value: Any) -> bool:

@@ -149,7 +149,9 @@ class _Run:
         self.stop_grace_s = stop_grace_s
         self.ctx = mp.get_context("spawn")
         self.nodes = {
-            name: NodeState(name, workflow.unit_of(name), node.background, resolve_device(workflow.unit_of(name)))
+            name: NodeState(
+                name, workflow.unit_of(name), node.background, resolve_device(workflow.unit_of(name))
+            )
             for name, node in workflow.nodes.items()
         }
         self.t0 = clock.now()
@@ -293,7 +295,9 @@ class _Run:
                 state.reason = event["error"]
         if kind == "request_end":
             event["record"] = state.requests[-1]
-        self._emit(str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")})
+        self._emit(
+            str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")}
+        )
 
     def _reap(self, state: NodeState) -> None:
         assert state.process is not None
@@ -370,17 +374,19 @@ class _Run:
                 if s.load_finished is not None and s.load_started is not None
                 else None
             )
-            nodes.append({
-                "name": name,
-                "uses": s.unit.name,
-                "background": s.background,
-                "device": s.device,
-                "status": s.status,
-                "started_at": rel(s.started_at),
-                "finished_at": rel(s.finished_at),
-                "load_time_s": load_time,
-                "reason": s.reason if s.status != "succeeded" else None,
-            })
+            nodes.append(
+                {
+                    "name": name,
+                    "uses": s.unit.name,
+                    "background": s.background,
+                    "device": s.device,
+                    "status": s.status,
+                    "started_at": rel(s.started_at),
+                    "finished_at": rel(s.finished_at),
+                    "load_time_s": load_time,
+                    "reason": s.reason if s.status != "succeeded" else None,
+                }
+            )
             slos = s.unit.slo
             for r in s.requests:
                 r["slo_met"] = metrics.request_slo_met(r, slos) if r["status"] == "ok" else None
@@ -433,7 +439,9 @@ class _Run:
         path: list[str] = []
         while current is not None:
             path.append(current)
-            deps = [d for d in self.workflow.nodes[current].depend_on if self.nodes[d].finished_at is not None]
+            deps = [
+                d for d in self.workflow.nodes[current].depend_on if self.nodes[d].finished_at is not None
+            ]
             current = max(deps, key=lambda d: self.nodes[d].finished_at or 0.0) if deps else None
         return path[::-1]
 

@@ -132,7 +132,9 @@ class _Collector:
 # SLOs and arrival processes
 # --------------------------------------------------------------------------------------------------
 
-_SLO_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us)?\s*$")
+_SLO_RE = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us)?\s*$"
+)
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, None: 1.0}
 
 
@@ -168,7 +170,7 @@ def parse_slo(text: str) -> SLO:
     value = float(number) * _UNIT_SCALE[unit]
     if not value > 0 or not math.isfinite(value):
         raise ValueError(f"SLO threshold in {text!r} must be a positive number of seconds")
-    return SLO(metric=metric.lower(), op=op, threshold_s=value)
+    return SLO(metric=metric.lower(), op="<" if op == "<" else "<=", threshold_s=value)
 
 
 class Arrival(BaseModel):
@@ -384,14 +386,22 @@ def load_file(path: str | Path, name: str | None = None) -> Workflow:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise WorkflowValidationError(
-                [SpecError("", None, f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KiB limit")],
+                [
+                    SpecError(
+                        "", None, f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KiB limit"
+                    )
+                ],
                 str(path),
             )
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise WorkflowValidationError([SpecError("", None, "the file is not UTF-8 text")], str(path)) from None
+        raise WorkflowValidationError(
+            [SpecError("", None, "the file is not UTF-8 text")], str(path)
+        ) from None
     except OSError as exc:
-        raise WorkflowValidationError([SpecError("", None, f"cannot read the file: {exc.strerror}")], str(path)) from None
+        raise WorkflowValidationError(
+            [SpecError("", None, f"cannot read the file: {exc.strerror}")], str(path)
+        ) from None
     return load_yaml(text, name=name or path.stem, source=str(path))
 
 
@@ -419,10 +429,7 @@ def from_dict(
     for key in bad_keys:
         errors.add((), f"top-level key {key!r} must be a string")
     data = {k: v for k, v in data.items() if isinstance(k, str)}
-    if _is_task_list(data):
-        raw = _task_list_to_native(data, errors)
-    else:
-        raw = data
+    raw = _task_list_to_native(data, errors) if _is_task_list(data) else data
     workflow = _build(raw, name, errors) if raw is not None else None
     if errors.errors or workflow is None:
         raise WorkflowValidationError(errors.errors, source)
@@ -464,8 +471,11 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
         if key in ("description", "scheduler", "repeat", "seed"):
             native[key] = value
         else:
-            errors.add((wf_name, key), f"unknown key '{key}' in workflow '{wf_name}'" + _suggest(
-                str(key), ("tasks", "description", "scheduler", "repeat", "seed")))
+            errors.add(
+                (wf_name, key),
+                f"unknown key '{key}' in workflow '{wf_name}'"
+                + _suggest(str(key), ("tasks", "description", "scheduler", "repeat", "seed")),
+            )
     tasks = body.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         errors.add((wf_name, "tasks"), "'tasks' must be a non-empty list of tasks")
@@ -507,11 +517,17 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
                 elif isinstance(dep, str) and len(types.get(dep.strip().lower(), [])) == 1:
                     resolved.append(types[dep.strip().lower()][0])
                 elif isinstance(dep, str) and dep.strip().lower() in types:
-                    errors.add(dpath, f"'{dep}' matches several tasks of that type "
-                               f"({', '.join(types[dep.strip().lower()])}); name the task instead")
+                    errors.add(
+                        dpath,
+                        f"'{dep}' matches several tasks of that type "
+                        f"({', '.join(types[dep.strip().lower()])}); name the task instead",
+                    )
                 else:
-                    errors.add(dpath, f"depends_on names '{dep}', which is neither a task name nor a "
-                               f"task type here; known: {', '.join(task_names)}")
+                    errors.add(
+                        dpath,
+                        f"depends_on names '{dep}', which is neither a task name nor a "
+                        f"task type here; known: {', '.join(task_names)}",
+                    )
         else:
             errors.add((wf_name, "tasks", i, deps_key), "depends_on must be a list of task names or types")
         node: dict[str, Any] = {"uses": tname, "depend_on": resolved}
@@ -522,7 +538,7 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
     return native
 
 
-class _Relocated(dict):  # type: ignore[type-arg]
+class _Relocated(dict[str, Any]):
     """A unit mapping that came from elsewhere in the input (a task), so errors point there."""
 
     def __init__(self, data: Mapping[str, Any], origin: Path_) -> None:
@@ -546,8 +562,11 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
             origin = value.origin if isinstance(value, _Relocated) else (key,)
             units_raw[key] = (value, origin)
         else:
-            errors.add((key,), f"application unit '{key}' must be a mapping of keys (type, model, ...), "
-                       f"not {_kind(value)}" + _suggest(key, RESERVED_KEYS))
+            errors.add(
+                (key,),
+                f"application unit '{key}' must be a mapping of keys (type, model, ...), "
+                f"not {_kind(value)}" + _suggest(key, RESERVED_KEYS),
+            )
     if not units_raw:
         errors.add((), "the workflow defines no application units")
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
@@ -607,8 +626,11 @@ def _build_unit(
         return None
     app = resolve_type(type_name) if isinstance(type_name, str) else None
     if app is None:
-        errors.add((*origin, "type"), f"unknown application type {type_name!r} in unit '{unit_name}'; "
-                   f"known types: {', '.join(APP_TYPES)}" + _suggest(str(type_name), APP_TYPES))
+        errors.add(
+            (*origin, "type"),
+            f"unknown application type {type_name!r} in unit '{unit_name}'; "
+            f"known types: {', '.join(APP_TYPES)}" + _suggest(str(type_name), APP_TYPES),
+        )
         return None
     option_keys = tuple(app.options.model_fields)
     known = COMMON_UNIT_KEYS + option_keys
@@ -620,13 +642,17 @@ def _build_unit(
         elif key in COMMON_UNIT_KEYS:
             common[key] = value
         else:
-            errors.add((*origin, key), f"unknown key '{key}' in unit '{unit_name}' ({app.name})"
-                       + _suggest(key, known))
+            errors.add(
+                (*origin, key),
+                f"unknown key '{key}' in unit '{unit_name}' ({app.name})" + _suggest(key, known),
+            )
     if "server_model" in common:
         server = common.pop("server_model")
         if "model" in common and common["model"] != server:
-            errors.add((*origin, "server_model"), f"unit '{unit_name}' gives both 'model' and "
-                       "'server_model' with different values; keep one")
+            errors.add(
+                (*origin, "server_model"),
+                f"unit '{unit_name}' gives both 'model' and 'server_model' with different values; keep one",
+            )
         common.setdefault("model", server)
     before = len(errors.errors)
     kwargs: dict[str, Any] = {
@@ -678,8 +704,7 @@ def _parse_slo_field(value: Any, app: AppType, path: Path_, errors: _Collector) 
             if isinstance(threshold, bool) or not isinstance(threshold, int | float | str):
                 errors.add((*path, str(metric)), f"SLO threshold for '{metric}' must be a duration like 1s")
                 continue
-            text = f"{metric}<={threshold}" if not isinstance(threshold, str) else f"{metric}<={threshold}"
-            items.append(((*path, str(metric)), text))
+            items.append(((*path, str(metric)), f"{metric}<={threshold}"))
     else:
         errors.add(path, f"'slo' must be a list of expressions such as ['TTFT<1s'], not {_kind(value)}")
     slos: list[SLO] = []
@@ -691,8 +716,11 @@ def _parse_slo_field(value: Any, app: AppType, path: Path_, errors: _Collector) 
             errors.add(item_path, str(exc))
             continue
         if slo.metric not in app.slo_metrics:
-            errors.add(item_path, f"{app.name} has no SLO metric '{slo.metric}'; it has: "
-                       f"{', '.join(app.slo_metrics)}" + _suggest(slo.metric, app.slo_metrics))
+            errors.add(
+                item_path,
+                f"{app.name} has no SLO metric '{slo.metric}'; it has: "
+                f"{', '.join(app.slo_metrics)}" + _suggest(slo.metric, app.slo_metrics),
+            )
             continue
         if slo.metric in seen:
             errors.add(item_path, f"two SLOs on '{slo.metric}'; keep one")
@@ -706,7 +734,9 @@ def _parse_arrival(value: Any, path: Path_, errors: _Collector) -> Any:
     if isinstance(value, str):
         value = {"kind": value.strip().lower()}
     if not isinstance(value, Mapping):
-        errors.add(path, f"'arrival' must be a mapping such as {{kind: poisson, rate: 2}}, not {_kind(value)}")
+        errors.add(
+            path, f"'arrival' must be a mapping such as {{kind: poisson, rate: 2}}, not {_kind(value)}"
+        )
         return Arrival()
     known = tuple(Arrival.model_fields)
     for key in value:
@@ -719,18 +749,24 @@ def _parse_arrival(value: Any, path: Path_, errors: _Collector) -> Any:
         return Arrival()
 
 
-def _pydantic_errors(exc: ValidationError, origin: Path_, errors: _Collector, unit: str | None = None) -> None:
+def _pydantic_errors(
+    exc: ValidationError, origin: Path_, errors: _Collector, unit: str | None = None
+) -> None:
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p != "options")
         where = f" in unit '{unit}'" if unit else ""
         field = ".".join(str(p) for p in loc) or "value"
         message = err["msg"]
         if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
+            message = message[len("Value error, ") :]
         if err["type"] == "extra_forbidden":
             message = "unknown key"
         got = err.get("input")
-        shown = "" if isinstance(got, Mapping) or err["type"] in ("missing", "extra_forbidden") else f" (got {got!r})"
+        shown = (
+            ""
+            if isinstance(got, Mapping) or err["type"] in ("missing", "extra_forbidden")
+            else f" (got {got!r})"
+        )
         errors.add((*origin, *loc), f"'{field}'{where}: {message}{shown}")
 
 
@@ -755,8 +791,11 @@ def _build_nodes(
             continue
         for key in body:
             if key not in NODE_KEYS:
-                errors.add((*path, str(key)), f"unknown key '{key}' in node '{node_name}'"
-                           + _suggest(str(key), ("uses", "depend_on", "background")))
+                errors.add(
+                    (*path, str(key)),
+                    f"unknown key '{key}' in node '{node_name}'"
+                    + _suggest(str(key), ("uses", "depend_on", "background")),
+                )
         uses = body.get("uses", node_name if node_name in units else None)
         if uses is None:
             errors.add(path, f"node '{node_name}' has no 'uses' (the application unit it runs)")
@@ -775,8 +814,9 @@ def _build_nodes(
         if not isinstance(background, bool):
             errors.add((*path, "background"), f"'background' must be true or false, not {background!r}")
             background = False
-        nodes[node_name] = Node(name=node_name, uses=uses, depend_on=tuple(dict.fromkeys(deps)),
-                                background=background)
+        nodes[node_name] = Node(
+            name=node_name, uses=uses, depend_on=tuple(dict.fromkeys(deps)), background=background
+        )
     if not nodes and units:
         errors.add(("workflows",), "'workflows' defines no nodes")
     return nodes
@@ -788,16 +828,23 @@ def _check_graph(
     for node in nodes.values():
         path: Path_ = ("workflows", node.name)
         if node.uses not in units:
-            errors.add((*path, "uses"), f"node '{node.name}' uses '{node.uses}', which is not an application "
-                       f"unit here" + _suggest(node.uses, units))
+            errors.add(
+                (*path, "uses"),
+                f"node '{node.name}' uses '{node.uses}', which is not an application "
+                f"unit here" + _suggest(node.uses, units),
+            )
         for i, dep in enumerate(node.depend_on):
             if dep == node.name:
                 errors.add((*path, "depend_on", i), f"node '{node.name}' depends on itself")
             elif dep not in nodes:
-                errors.add((*path, "depend_on", i), f"node '{node.name}' depends on '{dep}', which is not a "
-                           f"node here" + _suggest(dep, nodes))
+                errors.add(
+                    (*path, "depend_on", i),
+                    f"node '{node.name}' depends on '{dep}', which is not a node here" + _suggest(dep, nodes),
+                )
     for cycle in _cycles(nodes):
-        errors.add(("workflows", cycle[0], "depend_on"), "dependency cycle: " + " -> ".join([*cycle, cycle[0]]))
+        errors.add(
+            ("workflows", cycle[0], "depend_on"), "dependency cycle: " + " -> ".join([*cycle, cycle[0]])
+        )
 
 
 def _cycles(nodes: Mapping[str, Node]) -> list[list[str]]:
@@ -859,7 +906,7 @@ def _cycle_path(component: list[str], edges: Any) -> list[str]:
     while True:
         nxt = min(d for d in edges(current) if d in members)
         if nxt in seen:
-            return path[path.index(nxt):]
+            return path[path.index(nxt) :]
         path.append(nxt)
         seen.add(nxt)
         current = nxt
@@ -892,7 +939,7 @@ def concurrent_sets_max(workflow: Workflow, weight: Mapping[str, int]) -> tuple[
         if total + sum(weight[c] for c in candidates) <= best[0]:
             return
         for i, c in enumerate(candidates):
-            grow([*chosen, c], [d for d in candidates[i + 1:] if d in overlap[c]], total + weight[c])
+            grow([*chosen, c], [d for d in candidates[i + 1 :] if d in overlap[c]], total + weight[c])
 
     grow([], sorted(names, key=lambda n: -weight[n]), 0)
     return best
@@ -903,8 +950,10 @@ def partition_share_problems(workflow: Workflow) -> list[str]:
     weight = {n: workflow.unit_of(n).mps or 0 for n in workflow.nodes}
     total, chosen = concurrent_sets_max(workflow, weight)
     if total > 100:
-        return [f"under the partition scheduler the mps shares of nodes that run at the same time sum to "
-                f"{total} % (> 100 %): {', '.join(sorted(chosen))}"]
+        return [
+            f"under the partition scheduler the mps shares of nodes that run at the same time sum to "
+            f"{total} % (> 100 %): {', '.join(sorted(chosen))}"
+        ]
     return []
 
 

@@ -57,7 +57,7 @@ class SyntheticDriver(Driver):
 
     def _step(self) -> None:
         if self._torch_state is not None:
-            torch, a = self._torch_state
+            _, a = self._torch_state
             (a @ a).sum().item()
             return
         deadline = now() + self.options.step_ms / 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -40,13 +41,16 @@ def app(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_dependencies_run_in_order_and_requests_are_timed_on_one_clock() -> None:
     sink = Recorder()
-    result = run("""
+    result = run(
+        """
 a: {type: Sleep, sleep_time: 0.1, num_requests: 2}
 b: {type: Sleep, sleep_time: 0.05, num_requests: 3}
 workflows:
   first: {uses: a}
   second: {uses: b, depend_on: [first]}
-""", sink=sink)
+""",
+        sink=sink,
+    )
     first, second = node(result, "first"), node(result, "second")
     assert first["status"] == second["status"] == "succeeded"
     assert second["started_at"] >= first["finished_at"]
@@ -94,7 +98,9 @@ workflows:
     assert node(result, "a")["status"] == "failed"
     assert "synthetic failure" in node(result, "a")["reason"]
     assert node(result, "b")["status"] == "skipped" and node(result, "b")["reason"] == "dependency 'a' failed"
-    assert node(result, "c")["status"] == "skipped" and node(result, "c")["reason"] == "dependency 'b' skipped"
+    assert (
+        node(result, "c")["status"] == "skipped" and node(result, "c")["reason"] == "dependency 'b' skipped"
+    )
     assert node(result, "d")["status"] == "succeeded"
 
 
@@ -113,7 +119,8 @@ fine: {{type: Sleep, sleep_time: 0.2, num_requests: 2}}
 
 def test_cancel_stops_everything_within_five_seconds_and_keeps_the_measurements() -> None:
     start = time.monotonic()
-    result = run("""
+    result = run(
+        """
 slow: {type: Sleep, sleep_time: 0.2, num_requests: 1000}
 stuck: {type: Synthetic, steps: 1, step_ms: 60000}
 later: {type: Sleep}
@@ -121,7 +128,10 @@ workflows:
   s: {uses: slow}
   k: {uses: stuck}
   l: {uses: later, depend_on: [s]}
-""", cancel=lambda: time.monotonic() - start > 2.0, stop_grace_s=1.0)
+""",
+        cancel=lambda: time.monotonic() - start > 2.0,
+        stop_grace_s=1.0,
+    )
     elapsed = time.monotonic() - start
     assert result["status"] == "cancelled" and result["reason"] == "run cancelled"
     assert elapsed < 2.0 + 5.0
@@ -132,7 +142,9 @@ workflows:
 
 
 def test_time_limit_fails_the_run() -> None:
-    result = run("a: {type: Sleep, sleep_time: 0.1, num_requests: 1000}\n", time_limit_s=1.0, stop_grace_s=0.5)
+    result = run(
+        "a: {type: Sleep, sleep_time: 0.1, num_requests: 1000}\n", time_limit_s=1.0, stop_grace_s=0.5
+    )
     assert result["status"] == "failed" and "time limit" in result["reason"]
 
 
@@ -173,7 +185,7 @@ a:
   arrival: {kind: fixed, rate: 20}
 """)
     reqs = app(result, "a")["requests"]
-    gaps = [b["arrival"] - a["arrival"] for a, b in zip(reqs, reqs[1:], strict=False)]
+    gaps = [b["arrival"] - a["arrival"] for a, b in itertools.pairwise(reqs)]
     assert gaps == pytest.approx([0.05] * 3, abs=1e-6)
     # Requests queue behind each other: the last one waited for the three before it.
     assert reqs[-1]["metrics"]["e2e"] > 0.6

@@ -74,7 +74,8 @@ def test_original_sleep_config_loads_unchanged_with_legacy_type_name() -> None:
 
 
 def test_native_units_accept_device_mps_and_num_requests_on_every_type() -> None:
-    wf = load_yaml("""
+    wf = load_yaml(
+        """
         a:
           type: synthetic
           device: cpu
@@ -87,7 +88,8 @@ def test_native_units_accept_device_mps_and_num_requests_on_every_type() -> None
         workflows:
           x: {uses: a}
           y: {uses: b, background: true}
-    """.replace("\n        ", "\n"))
+    """.replace("\n        ", "\n")
+    )
     assert wf.applications["a"].mps == 40
     assert wf.applications["b"].device == "cpu"
     assert wf.nodes["y"].background is True
@@ -182,8 +184,13 @@ c:
 
 @pytest.mark.parametrize(
     ("text", "metric", "op", "seconds"),
-    [("TTFT<1s", "ttft", "<", 1.0), ("tpot <= 250ms", "tpot", "<=", 0.25), ("chunk<2", "chunk", "<", 2.0),
-     ("step<=1500us", "step", "<=", 0.0015), ("e2e<1e-1s", "e2e", "<", 0.1)],
+    [
+        ("TTFT<1s", "ttft", "<", 1.0),
+        ("tpot <= 250ms", "tpot", "<=", 0.25),
+        ("chunk<2", "chunk", "<", 2.0),
+        ("step<=1500us", "step", "<=", 0.0015),
+        ("e2e<1e-1s", "e2e", "<", 0.1),
+    ],
 )
 def test_slo_expressions_parse_with_units(text: str, metric: str, op: str, seconds: float) -> None:
     slo = parse_slo(text)
@@ -354,7 +361,9 @@ workflows:
     assert set(nodes) in ({"bg", "z", "x"}, {"bg", "z", "y"})
 
 
-@pytest.mark.parametrize(("key", "value"), [("num_requests", 0), ("num_requests", -3), ("warmup_requests", -1)])
+@pytest.mark.parametrize(
+    ("key", "value"), [("num_requests", 0), ("num_requests", -3), ("warmup_requests", -1)]
+)
 def test_non_positive_counts_are_reported(key: str, value: int) -> None:
     error = only_error(f"a:\n  type: Sleep\n  {key}: {value}\n")
     assert error.line == 3 and key in error.message
@@ -398,14 +407,21 @@ def test_every_problem_in_a_file_is_reported_at_once_in_line_order() -> None:
     """)
     lines = [e.line for e in errors]
     assert len(errors) == 5 and lines == sorted(lines), errors
-    assert {e.path for e in errors} == {"a.num_requests", "b.type", "c.stepz", "workflows.x.depend_on[0]",
-                                        "workflows.y.uses"}
+    assert {e.path for e in errors} == {
+        "a.num_requests",
+        "b.type",
+        "c.stepz",
+        "workflows.x.depend_on[0]",
+        "workflows.y.uses",
+    }
 
 
 def test_error_report_is_json_ready_and_says_where() -> None:
     with pytest.raises(WorkflowValidationError) as info:
         load_yaml("a: {type: Sleep, bogus: 1}\n", source="w.yml")
-    assert info.value.to_json() == [{"path": "a.bogus", "line": 1, "message": "unknown key 'bogus' in unit 'a' (Sleep)"}]
+    assert info.value.to_json() == [
+        {"path": "a.bogus", "line": 1, "message": "unknown key 'bogus' in unit 'a' (Sleep)"}
+    ]
     assert str(info.value).startswith("w.yml: 1 problem(s)")
 
 
@@ -427,17 +443,52 @@ def test_python_tags_are_refused() -> None:
 # Property-based: any input gives a Workflow or the project's validation error, nothing else
 # --------------------------------------------------------------------------------------------------
 
-KEYS = st.sampled_from(["type", "model", "num_requests", "device", "mps", "slo", "priority", "arrival",
-                        "uses", "depend_on", "background", "workflows", "tasks", "sleep_time", "steps",
-                        "Sleep", "Synthetic", "sleep", "a", "b", "name", "repeat", "seed", "scheduler", "kind",
-                        "rate", "warmup_requests", "depends_on"])
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 200), st.floats(allow_nan=True),
-                    st.text(max_size=12), st.sampled_from(["Sleep", "Synthetic", "gpu", "cpu", "high",
-                                                           "poisson", "e2e<1s", "step<=5ms", "a", "b"]))
+KEYS = st.sampled_from(
+    [
+        "type",
+        "model",
+        "num_requests",
+        "device",
+        "mps",
+        "slo",
+        "priority",
+        "arrival",
+        "uses",
+        "depend_on",
+        "background",
+        "workflows",
+        "tasks",
+        "sleep_time",
+        "steps",
+        "Sleep",
+        "Synthetic",
+        "sleep",
+        "a",
+        "b",
+        "name",
+        "repeat",
+        "seed",
+        "scheduler",
+        "kind",
+        "rate",
+        "warmup_requests",
+        "depends_on",
+    ]
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 200),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.sampled_from(["Sleep", "Synthetic", "gpu", "cpu", "high", "poisson", "e2e<1s", "step<=5ms", "a", "b"]),
+)
 VALUES = st.recursive(
     SCALARS,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.one_of(KEYS, st.integers(0, 3)), children, max_size=5)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.one_of(KEYS, st.integers(0, 3)), children, max_size=5),
+    ),
     max_leaves=25,
 )
 

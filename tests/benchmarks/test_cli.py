@@ -1,0 +1,106 @@
+"""The consumerbench CLI as a user runs it: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.results import load_bundle
+
+ROOT = Path(__file__).parents[2]
+CLI = [sys.executable, "-m", "benchmarks.cli"]
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_validate_passes_good_files_and_exits_1_with_lines_for_bad_ones(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("a:\n  type: Sleep\n  sleep_tim: 1\nworkflows:\n  n: {uses: b}\n")
+    ok = cli("validate", "examples/sleep.yml")
+    assert ok.returncode == 0 and "examples/sleep.yml: ok" in ok.stdout
+    out = cli("validate", "examples/sleep.yml", str(bad))
+    assert out.returncode == 1
+    assert (
+        "line 3: a.sleep_tim: unknown key 'sleep_tim'" in out.stdout
+        and "did you mean 'sleep_time'" in out.stdout
+    )
+    assert "line 5: workflows.n.uses" in out.stdout
+
+
+def test_validate_json_is_machine_readable(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("a: {type: Nope}\n")
+    out = cli("validate", "--json", str(bad))
+    assert out.returncode == 1
+    report = json.loads(out.stdout)["files"][str(bad)]
+    assert report[0]["line"] == 1 and report[0]["path"] == "a.type" and "Nope" in report[0]["message"]
+
+
+def test_validate_checks_the_machine_only_when_asked(tmp_path: Path) -> None:
+    from benchmarks.platform import gpus
+
+    path = tmp_path / "gpu.yml"
+    path.write_text("a: {type: Sleep, device: gpu}\n")
+    assert cli("validate", str(path)).returncode == 0
+    checked = cli("validate", "--check-files", str(path))
+    assert checked.returncode == (0 if gpus() else 1)
+
+
+def test_run_writes_a_bundle_that_matches_the_documented_schema(tmp_path: Path) -> None:
+    out = cli("run", "examples/sleep.yml", "--out", str(tmp_path / "b"))
+    assert out.returncode == 0, out.stderr
+    assert "first_sleep" in out.stdout and "run completed" in out.stdout
+    doc = load_bundle(tmp_path / "b")
+    assert [n.status for n in doc.nodes] == ["succeeded", "succeeded"]
+    assert doc.workflow["name"] == "sleep"
+    assert (tmp_path / "b" / "first_sleep.csv").read_text().splitlines()[0].startswith("index,arrival_s")
+    assert len((tmp_path / "b" / "second_sleep.csv").read_text().splitlines()) == 1 + 2
+
+
+def test_run_repeat_writes_one_bundle_per_repetition_and_a_summary(tmp_path: Path) -> None:
+    wf = tmp_path / "w.yml"
+    wf.write_text("a: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, slo: ['e2e<1s']}\n")
+    out = cli("run", str(wf), "--repeat", "2", "--out", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr
+    assert load_bundle(tmp_path / "r" / "rep-2").repeat_index == 2
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["repetitions"] == 2 and summary["mean_attainment"]["mean"] == 1.0
+
+
+def test_ctrl_c_cancels_the_run_and_still_writes_the_partial_bundle(tmp_path: Path) -> None:
+    wf = tmp_path / "long.yml"
+    wf.write_text("a: {type: Sleep, sleep_time: 0.1, num_requests: 10000}\n")
+    proc = subprocess.Popen(
+        [*CLI, "run", str(wf), "--out", str(tmp_path / "c")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "running" in line:
+            break
+    time.sleep(1.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=15)
+    assert time.monotonic() - sent < 5.0
+    assert proc.returncode == 130
+    doc = load_bundle(tmp_path / "c")
+    assert doc.status == "cancelled" and doc.nodes[0].status == "stopped"
+    assert doc.applications[0].requests_counted >= 3
+
+
+def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) -> None:
+    wf = tmp_path / "bad.yml"
+    wf.write_text("a: {type: Sleep, num_requests: 0}\n")
+    out = cli("run", str(wf))
+    assert out.returncode == 2 and "line 1: a.num_requests" in out.stderr
+    assert not list((ROOT / "results").glob("bad-*"))

@@ -1,0 +1,82 @@
+"""Metric definitions (docs/metrics.md) on hand-checked numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import metrics
+from benchmarks.spec import parse_slo
+
+
+def req(e2e: float, *, status: str = "ok", warmup: bool = False, arrival: float = 0.0, **more: float) -> dict:
+    return {
+        "status": status,
+        "warmup": warmup,
+        "arrival": arrival,
+        "end": arrival + e2e,
+        "metrics": {"e2e": e2e, **more},
+    }
+
+
+def test_percentiles_interpolate_linearly_between_ranks() -> None:
+    values = [1.0, 2.0, 3.0, 4.0]
+    assert metrics.percentile(values, 50) == 2.5
+    assert metrics.percentile(values, 90) == pytest.approx(3.7)
+    assert metrics.percentile([5.0], 99) == 5.0
+    with pytest.raises(ValueError):
+        metrics.percentile([], 50)
+
+
+def test_attainment_counts_only_finished_non_warmup_requests_and_needs_every_slo() -> None:
+    slos = [parse_slo("e2e<=1s"), parse_slo("ttft<0.5s")]
+    rows = [
+        req(0.5, ttft=0.1),  # met
+        req(0.9, ttft=0.6),  # ttft missed
+        req(2.0, ttft=0.1),  # e2e missed
+        req(0.2),  # no ttft at all: missed
+        req(0.1, ttft=0.1, warmup=True),  # not counted
+        req(0.1, ttft=0.1, status="interrupted"),  # not counted
+    ]
+    out = metrics.application_metrics(rows, slos)
+    assert out["requests_counted"] == 4 and out["requests_met"] == 1
+    assert out["slo_attainment"] == 0.25
+    assert out["normalized_latency"]["e2e"] == pytest.approx((0.5 + 0.9 + 2.0 + 0.2) / 4)
+    assert out["normalized_latency"]["ttft"] == pytest.approx((0.1 + 0.6 + 0.1) / 3 / 0.5)
+    assert out["metrics"]["e2e"]["p50"] == pytest.approx(0.7)
+
+
+def test_no_slo_means_no_attainment_rather_than_a_perfect_one() -> None:
+    out = metrics.application_metrics([req(1.0)], [])
+    assert out["slo_attainment"] is None and out["requests_met"] is None
+
+
+def test_throughput_is_counted_requests_over_their_active_span() -> None:
+    out = metrics.application_metrics(
+        [req(1.0, arrival=0.0), req(1.0, arrival=1.0), req(1.0, arrival=3.0)], []
+    )
+    assert out["throughput_rps"] == pytest.approx(3 / 4.0)
+
+
+def test_jain_fairness_is_one_for_equal_and_one_over_n_for_a_single_winner() -> None:
+    assert metrics.jain_fairness([2.0, 2.0, 2.0]) == pytest.approx(1.0)
+    assert metrics.jain_fairness([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
+    assert metrics.jain_fairness([]) is None
+
+
+def test_run_summary_averages_attainment_over_applications_with_slos() -> None:
+    apps = [
+        {"slo_attainment": 1.0, "normalized_latency": {"e2e": 0.5}},
+        {"slo_attainment": 0.5, "normalized_latency": {"e2e": 1.0}},
+        {"slo_attainment": None, "normalized_latency": {}},
+    ]
+    out = metrics.run_summary(apps, 12.0)
+    assert out["mean_attainment"] == 0.75
+    # normalised performance 2.0 and 1.0 -> (3)^2 / (2 * 5)
+    assert out["fairness"] == pytest.approx(0.9)
+    assert out["makespan_s"] == 12.0
+
+
+def test_confidence_interval_uses_student_t() -> None:
+    mean, half = metrics.mean_ci95([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3**0.5)
+    assert metrics.mean_ci95([4.0]) == (4.0, None)
