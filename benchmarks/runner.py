@@ -101,7 +101,7 @@ def preflight(workflow: Workflow) -> list[str]:
 
 def run_workflow(
     workflow: Workflow,
-    scheduler: str | None = None,
+    scheduler: str | Scheduler | None = None,
     sink: RunSink | None = None,
     cancel: Callable[[], bool] | None = None,
     out_dir: Path | None = None,
@@ -111,6 +111,7 @@ def run_workflow(
 ) -> dict[str, Any]:
     """Run a workflow on this machine and return its result document (docs/result-format.md).
 
+    ``scheduler`` is a registered name (the workflow's own by default) or a configured instance.
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
     when the scheduler cannot serve the run here.
     """
@@ -119,7 +120,7 @@ def run_workflow(
         raise PreflightError(problems)
     run = _Run(
         workflow,
-        get_scheduler(scheduler or workflow.scheduler),
+        scheduler if isinstance(scheduler, Scheduler) else get_scheduler(scheduler or workflow.scheduler),
         sink or NullSink(),
         cancel or (lambda: False),
         out_dir,

@@ -1,0 +1,179 @@
+"""credit: dynamic, SLO-aware credit scheduling (the project's own policy; docs/schedulers.md).
+
+Two sides share one table in shared memory (layout and rules: ``ledger.py``):
+- the arbiter, ``CreditScheduler`` in the runner process, turns every finished request into SLO
+  pressure and publishes each application's priority class and pressure;
+- the gate, ``CreditGate`` in each application process, decides at every step boundary, from the
+  whole table, whether its next step may start, refills and charges its own credit, and otherwise
+  spins briefly then sleeps in short slices until the rule lets it through.
+No lock crosses processes (every field has one writer), so a killed process cannot wedge the others.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing import shared_memory
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.clock import now
+from benchmarks.schedulers import ledger
+from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
+from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
+
+if TYPE_CHECKING:
+    from benchmarks.spec import SLO, Workflow
+
+# The spin-then-sleep wait starts its sleeps this short and doubles them up to max_sleep_s.
+FIRST_SLEEP_S = 20e-6
+
+
+class CreditGate:
+    """The gate of one application process: admission by the credit rule, read from shared memory."""
+
+    def __init__(self, shm_name: str, slot: int, slots: int, params: CreditParams) -> None:
+        self._shm = shared_memory.SharedMemory(name=shm_name)
+        self.table = CreditTable(self._shm.buf, slots)
+        self.slot = slot
+        self.params = params
+        # Several sessions of one application may share the process; the table's own-slot fields are
+        # updated read-modify-write, so the process's threads take turns (uncontended: ~0.1 us).
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        atexit.register(self.close)
+
+    def acquire(self, app: str, kind: str) -> None:
+        table, slot, params = self.table, self.slot, self.params
+        t0 = now()
+        with self._lock:
+            ledger.begin_wait(table, slot)
+            grant = ledger.decide(table, slot, t0, 0.0, params)
+            if grant:
+                ledger.admit(table, slot, grant, 0.0)
+                self._local.start = t0
+                return
+        spin_until, sleep = t0 + params.spin_s, FIRST_SLEEP_S
+        while True:
+            if now() >= spin_until:
+                time.sleep(sleep)
+                sleep = min(2 * sleep, params.max_sleep_s)
+            t = now()
+            with self._lock:
+                grant = ledger.decide(table, slot, t, t - t0, params)
+                if grant:
+                    ledger.admit(table, slot, grant, t - t0)
+                    self._local.start = t
+                    return
+
+    def release(self, app: str, kind: str) -> None:
+        t = now()
+        with self._lock:
+            ledger.finish(self.table, self.slot, t, t - self._local.start, self.params)
+
+    def close(self) -> None:
+        """Detach from the shared table (at process exit; the arbiter removes it)."""
+        if self._shm is None:
+            return
+        self.table.cells.release()
+        self._shm.close()
+        self._shm = None  # type: ignore[assignment]
+
+
+class CreditGateSpec(GateSpec):
+    def __init__(self, shm_name: str, slot: int, slots: int, params: CreditParams) -> None:
+        self.shm_name = shm_name
+        self.slot = slot
+        self.slots = slots
+        self.params = params
+
+    def open(self) -> Gate:
+        return CreditGate(self.shm_name, self.slot, self.slots, self.params)
+
+
+class CreditScheduler(Scheduler):
+    name = "credit"
+    description = (
+        "SLO-aware credits: latency-sensitive work first, background work yields at step boundaries, "
+        "idle credit is lent so the device stays busy."
+    )
+
+    def __init__(self, params: CreditParams | None = None) -> None:
+        self.params = params or CreditParams()
+        self._shm: shared_memory.SharedMemory | None = None
+        self.table: CreditTable | None = None
+        self._slots: dict[str, int] = {}
+        self._priority: dict[str, str] = {}
+        self._slos: dict[str, tuple[SLO, ...]] = {}
+        self._history: dict[str, list[float]] = {}
+        self._trace: list[tuple[float, str, float]] = []
+        self._final: dict[str, dict[str, Any]] = {}
+
+    def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
+        self._slots = {name: i for i, name in enumerate(nodes)}
+        slots = max(1, len(nodes))
+        self._shm = shared_memory.SharedMemory(create=True, size=CreditTable.nbytes(slots))
+        self.table = CreditTable(self._shm.buf, slots)
+        t = now()
+        for name, plan in nodes.items():
+            self._priority[name] = plan.priority
+            self._slos[name] = workflow.unit_of(name).slo
+            self._history[name] = []
+            # With no measurement yet, an application with an SLO is assumed at risk.
+            initial = self.params.initial_pressure if self._slos[name] else 0.0
+            self.table.enable(
+                self._slots[name], Priority.of(plan.priority), initial, t, self.params, plan.device
+            )
+
+    def gate_for(self, node: NodePlan) -> GateSpec:
+        assert self._shm is not None, "start() first"
+        return CreditGateSpec(
+            self._shm.name, self._slots[node.name], self.table.slots if self.table else 1, self.params
+        )
+
+    def on_request_end(self, node: str, record: Mapping[str, Any]) -> None:
+        if self.table is None or node not in self._slots or record.get("status") != "ok":
+            return
+        value = ledger.normalised_latency(record.get("metrics", {}), self._slos[node])
+        if value is None:
+            return
+        history = self._history[node]
+        history.append(value)
+        del history[: -self.params.window]
+        p = ledger.pressure(history, self.params)
+        self.table.set(self._slots[node], ledger.PRESSURE, p)
+        self._trace.append((float(record.get("end", 0.0)), node, p))
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Return each application's class, pressure, current refill rate and step counters."""
+        if self.table is None:
+            return dict(self._final)
+        return {
+            name: {
+                "priority": self._priority[name],
+                "pressure": self.table.get(slot, ledger.PRESSURE),
+                "refill_rate": self.table.get(slot, ledger.THROTTLE),
+                **self.table.stats(slot),
+            }
+            for name, slot in self._slots.items()
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "params": self.params.to_dict(),
+            "apps": self.snapshot(),
+            "pressure_trace": [{"t": t, "node": n, "pressure": p} for t, n, p in self._trace],
+        }
+
+    def stop(self) -> None:
+        if self._shm is None:
+            return
+        self._final = self.snapshot()
+        assert self.table is not None
+        self.table.cells.release()
+        self.table = None
+        self._shm.close()
+        self._shm.unlink()
+        self._shm = None

@@ -1,0 +1,312 @@
+"""The credit scheduler's deterministic core: the credit table and the admission rule.
+
+Everything here is a pure function of the table's contents, the time passed in and the parameters,
+so it is tested without processes or clocks (tests/benchmarks/schedulers/test_ledger.py). The table
+is a flat array of float64 that ``credit.py`` places in shared memory; any writable buffer works.
+
+Every field has ONE writer, which is why no cross-process lock is needed: the arbiter (runner)
+writes a slot's class and pressure, the slot's own application process writes everything else and
+only reads the other slots. A stale read costs at most one decision made on microseconds-old state.
+The algorithm and its parameters are documented in docs/schedulers.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from enum import IntEnum
+from typing import Any
+
+from benchmarks.metrics import percentile
+from benchmarks.spec import SLO
+
+
+class Priority(IntEnum):
+    """Priority classes; a lower value is more urgent."""
+
+    HIGH = 0
+    MEDIUM = 1
+    LOW = 2
+
+    @classmethod
+    def of(cls, name: str) -> Priority:
+        """Return the class for a spec priority (``high``, ``medium``, ``low``)."""
+        return cls[name.upper()]
+
+
+class Grant(IntEnum):
+    """Why a step was admitted (``WAIT``: it was not)."""
+
+    WAIT = 0
+    RESERVED = 1  # HIGH: never held back
+    CREDIT = 2  # paid from the application's own credit
+    LENT = 3  # no pressured application of the same or a higher class was active
+    FORCED = 4  # waited max_wait_s: the starvation guard
+
+
+# Field offsets inside a slot. Arbiter-written: ENABLED, DEVICE, CLASS, PRESSURE. The rest: the
+# slot's own process. Applications on different devices (GPU, CPU) never hold each other back.
+ENABLED, DEVICE, CLASS, PRESSURE = 0, 1, 2, 3
+WAITING, RUNNING, LAST_RELEASE, BUCKET, BUCKET_T, THROTTLE = 4, 5, 6, 7, 8, 9
+GRANTS, RESERVED_N, CREDIT_N, LENT_N, FORCED_N, DELAYED_N, WAIT_S, STEP_S = 10, 11, 12, 13, 14, 15, 16, 17
+FIELDS = 18
+DEVICES = {"gpu": 0.0, "cpu": 1.0}
+STAT_FIELDS = {
+    "steps": GRANTS,
+    "reserved": RESERVED_N,
+    "credit": CREDIT_N,
+    "lent": LENT_N,
+    "forced": FORCED_N,
+    "delayed": DELAYED_N,
+    "wait_s": WAIT_S,
+    "step_s": STEP_S,
+}
+_GRANT_FIELD = {
+    Grant.RESERVED: RESERVED_N,
+    Grant.CREDIT: CREDIT_N,
+    Grant.LENT: LENT_N,
+    Grant.FORCED: FORCED_N,
+}
+
+
+@dataclass(frozen=True)
+class CreditParams:
+    """The credit scheduler's parameters (docs/schedulers.md explains each one)."""
+
+    pressure_threshold: float = 0.5
+    medium_floor: float = 0.2
+    peer_margin: float = 0.25
+    burst_s: float = 0.05
+    linger_s: float = 0.005
+    max_wait_s: float = 2.0
+    initial_pressure: float = 1.0
+    window: int = 10
+    quantile: float = 90.0
+    spin_s: float = 50e-6
+    max_sleep_s: float = 1e-3
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0 < self.pressure_threshold < 1:
+            problems.append("pressure_threshold must be between 0 and 1 (exclusive)")
+        if not 0 <= self.medium_floor <= 1:
+            problems.append("medium_floor must be between 0 and 1")
+        for name in ("peer_margin", "linger_s", "initial_pressure", "spin_s"):
+            if not getattr(self, name) >= 0:
+                problems.append(f"{name} must be >= 0")
+        for name in ("burst_s", "max_wait_s", "max_sleep_s"):
+            if not getattr(self, name) > 0:
+                problems.append(f"{name} must be > 0")
+        if self.window < 1:
+            problems.append("window must be >= 1")
+        if not 0 <= self.quantile <= 100:
+            problems.append("quantile must be between 0 and 100")
+        if problems:
+            raise ValueError("invalid credit scheduler parameters: " + "; ".join(problems))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the parameters as a plain dict (recorded in the result bundle)."""
+        return asdict(self)
+
+
+class CreditTable:
+    """Typed access to the flat float64 table: ``slots`` slots of ``FIELDS`` fields each."""
+
+    def __init__(self, buffer: Any, slots: int) -> None:
+        self.slots = slots
+        self.cells = memoryview(buffer).cast("B")[: slots * FIELDS * 8].cast("d")
+
+    @staticmethod
+    def nbytes(slots: int) -> int:
+        """Return the bytes a table of ``slots`` slots needs."""
+        return slots * FIELDS * 8
+
+    def get(self, slot: int, field: int) -> float:
+        """Return one field of one slot."""
+        return self.cells[slot * FIELDS + field]
+
+    def set(self, slot: int, field: int, value: float) -> None:
+        """Write one field of one slot (only the field's writer may)."""
+        self.cells[slot * FIELDS + field] = value
+
+    def add(self, slot: int, field: int, delta: float) -> None:
+        """Add to one field of one slot (only the field's writer may)."""
+        self.cells[slot * FIELDS + field] += delta
+
+    def enable(
+        self,
+        slot: int,
+        priority: Priority,
+        pressure: float,
+        t: float,
+        params: CreditParams,
+        device: str = "gpu",
+    ) -> None:
+        """Initialise a slot for an application (arbiter, before the application process starts)."""
+        for field in range(FIELDS):
+            self.set(slot, field, 0.0)
+        self.set(slot, DEVICE, DEVICES[device])
+        self.set(slot, CLASS, float(priority))
+        self.set(slot, PRESSURE, pressure)
+        self.set(slot, BUCKET, params.burst_s)
+        self.set(slot, BUCKET_T, t)
+        self.set(slot, THROTTLE, 1.0)
+        self.set(slot, LAST_RELEASE, -math.inf)
+        self.set(slot, ENABLED, 1.0)
+
+    def stats(self, slot: int) -> dict[str, float]:
+        """Return the slot's counters (steps by grant kind, delays, seconds waited and stepped)."""
+        return {name: self.get(slot, field) for name, field in STAT_FIELDS.items()}
+
+
+def is_active(table: CreditTable, slot: int, t: float, params: CreditParams) -> bool:
+    """Return whether an application is using the GPU: waiting, running, or between two close steps."""
+    return (
+        table.get(slot, WAITING) > 0
+        or table.get(slot, RUNNING) > 0
+        or t - table.get(slot, LAST_RELEASE) < params.linger_s
+    )
+
+
+def _others(table: CreditTable, slot: int) -> list[int]:
+    """Return the other enabled slots on the same device as ``slot``."""
+    device = table.get(slot, DEVICE)
+    return [
+        j
+        for j in range(table.slots)
+        if j != slot and table.get(j, ENABLED) and table.get(j, DEVICE) == device
+    ]
+
+
+def threat(table: CreditTable, slot: int, t: float, params: CreditParams) -> float:
+    """Return the highest pressure that holds ``slot`` back: from active applications of a more urgent
+    class, and from active peers of its own class that are more pressured by at least ``peer_margin``."""
+    cls, own = table.get(slot, CLASS), table.get(slot, PRESSURE)
+    worst = 0.0
+    for j in _others(table, slot):
+        if not is_active(table, j, t, params):
+            continue
+        p, cj = table.get(j, PRESSURE), table.get(j, CLASS)
+        if cj < cls or (cj == cls and p > own + params.peer_margin):
+            worst = max(worst, p)
+    return worst
+
+
+def throttle(threat_value: float, floor: float, params: CreditParams) -> float:
+    """Return the credit refill rate (GPU seconds per second) under a threat: 1 up to the pressure
+    threshold, falling linearly to ``floor`` at pressure 1 (the SLO reached) and beyond."""
+    theta = params.pressure_threshold
+    if threat_value <= theta:
+        return 1.0
+    fall = min(1.0, (threat_value - theta) / (1.0 - theta))
+    return 1.0 - (1.0 - floor) * fall
+
+
+def refill(table: CreditTable, slot: int, t: float, params: CreditParams) -> float:
+    """Refill the slot's credit up to ``t`` at its current throttle; return the throttle."""
+    cls = table.get(slot, CLASS)
+    if cls == Priority.HIGH:
+        rate = 1.0
+    elif cls == Priority.MEDIUM:
+        rate = throttle(threat(table, slot, t, params), params.medium_floor, params)
+    else:
+        rate = 0.0 if low_blocked(table, slot, t, params) else 1.0
+    elapsed = max(0.0, t - table.get(slot, BUCKET_T))
+    table.set(slot, BUCKET, min(params.burst_s, table.get(slot, BUCKET) + rate * elapsed))
+    table.set(slot, BUCKET_T, t)
+    table.set(slot, THROTTLE, rate)
+    return rate
+
+
+def low_blocked(table: CreditTable, slot: int, t: float, params: CreditParams) -> bool:
+    """Return whether any other active application is pressured (LOW runs only on unused credit)."""
+    return _pressured_active(table, slot, t, params, max_class=Priority.LOW)
+
+
+def _pressured_active(table: CreditTable, slot: int, t: float, params: CreditParams, max_class: int) -> bool:
+    """Return whether another active application of class <= ``max_class`` is above the threshold."""
+    for j in _others(table, slot):
+        if table.get(j, CLASS) > max_class:
+            continue
+        if table.get(j, PRESSURE) > params.pressure_threshold and is_active(table, j, t, params):
+            return True
+    return False
+
+
+def _urgent_waiting(table: CreditTable, slot: int, params: CreditParams) -> bool:
+    """Return whether a pressured application of a more urgent class is waiting at its gate."""
+    cls = table.get(slot, CLASS)
+    for j in _others(table, slot):
+        if table.get(j, CLASS) >= cls:
+            continue
+        if table.get(j, WAITING) > 0 and table.get(j, PRESSURE) > params.pressure_threshold:
+            return True
+    return False
+
+
+def decide(table: CreditTable, slot: int, t: float, waited_s: float, params: CreditParams) -> Grant:
+    """Return whether (and why) the slot may start a step at ``t`` after waiting ``waited_s``.
+
+    Refills the slot's credit as a side effect. Rules, in order: HIGH always runs; LOW runs only
+    when no other pressured application is active; MEDIUM runs on its own credit unless a pressured
+    more urgent application is waiting; otherwise credit is lent when no pressured application of
+    the same or a more urgent class is active; after ``max_wait_s`` the step runs anyway.
+    """
+    refill(table, slot, t, params)
+    cls = table.get(slot, CLASS)
+    if cls == Priority.HIGH:
+        return Grant.RESERVED
+    if cls == Priority.LOW:
+        if not low_blocked(table, slot, t, params):
+            return Grant.LENT
+    else:
+        if table.get(slot, BUCKET) > 0 and not _urgent_waiting(table, slot, params):
+            return Grant.CREDIT
+        if not _pressured_active(table, slot, t, params, max_class=int(cls)):
+            return Grant.LENT
+    if waited_s >= params.max_wait_s:
+        return Grant.FORCED
+    return Grant.WAIT
+
+
+def begin_wait(table: CreditTable, slot: int) -> None:
+    """Record that a step of the slot is waiting at the gate."""
+    table.add(slot, WAITING, 1)
+
+
+def admit(table: CreditTable, slot: int, grant: Grant, waited_s: float) -> None:
+    """Record an admitted step: it stops waiting and starts running."""
+    table.add(slot, WAITING, -1)
+    table.add(slot, RUNNING, 1)
+    table.add(slot, GRANTS, 1)
+    table.add(slot, _GRANT_FIELD[grant], 1)
+    if waited_s > 0:
+        table.add(slot, DELAYED_N, 1)
+        table.add(slot, WAIT_S, waited_s)
+
+
+def finish(table: CreditTable, slot: int, t: float, duration_s: float, params: CreditParams) -> None:
+    """Record a finished step: charge its duration to the slot's credit (which may go negative)."""
+    refill(table, slot, t, params)
+    table.add(slot, BUCKET, -duration_s)
+    table.add(slot, RUNNING, -1)
+    table.add(slot, STEP_S, duration_s)
+    table.set(slot, LAST_RELEASE, t)
+
+
+def normalised_latency(metrics: Mapping[str, Any], slos: Sequence[SLO]) -> float | None:
+    """Return a request's worst latency relative to its SLOs (1.0 = exactly at the SLO).
+
+    A metric the request lacks counts as a miss at twice the SLO (e.g. no first token came back);
+    None when the application has no SLO.
+    """
+    if not slos:
+        return None
+    return max(float(metrics[s.metric]) / s.threshold_s if s.metric in metrics else 2.0 for s in slos)
+
+
+def pressure(history: Sequence[float], params: CreditParams) -> float:
+    """Return the SLO pressure from the latest normalised latencies (quantile over ``window``)."""
+    recent = history[-params.window :]
+    return percentile(recent, params.quantile) if recent else params.initial_pressure

@@ -1,0 +1,145 @@
+"""partition: a static split of the GPU's SMs with NVIDIA MPS, one share per application process.
+
+The run starts a private MPS control daemon; every GPU node's process gets
+``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (its ``mps:`` share, or an equal split) and optionally
+``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``. While the run goes on, ``poll`` checks that each process that
+uses the GPU is a client of the run's MPS server: CUDA silently falls back to a private context when
+it cannot reach the daemon, and a run measured that way would be greedy under another name.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.clock import now
+from benchmarks.platform import gpus
+from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler, SchedulerError
+from benchmarks.schedulers.greedy import OpenGate
+from benchmarks.schedulers.mps import MpsDaemon, client_env, find_control_binary, partition_shares
+
+if TYPE_CHECKING:
+    from benchmarks.spec import Workflow
+
+VERIFY_EVERY_S = 0.25
+# A process seen on the GPU but not among the MPS clients twice this far apart has bypassed MPS
+# (one sighting alone can be a client caught between NVML's answer and the daemon's).
+BYPASS_CONFIRM_S = 0.5
+
+
+class PartitionGateSpec(GateSpec):
+    """Opens an open gate and records the application process's pid for the MPS client check."""
+
+    def __init__(self, pids: Any, slot: int) -> None:
+        self.pids = pids
+        self.slot = slot
+
+    def open(self) -> Gate:
+        self.pids[self.slot] = os.getpid()
+        return OpenGate()
+
+
+class PartitionScheduler(Scheduler):
+    name = "partition"
+    description = "Static partition with NVIDIA MPS: each process gets a fixed share of the SMs."
+
+    def __init__(self, memory_limit: str | None = None, stop_timeout_s: float = 10.0) -> None:
+        """``memory_limit`` (e.g. ``"8G"``) caps every GPU process's device memory through MPS."""
+        self.memory_limit = memory_limit
+        self.stop_timeout_s = stop_timeout_s
+        self.shares: dict[str, int] = {}
+        self.daemon: MpsDaemon | None = None
+        self._slots: dict[str, int] = {}
+        self._pids: Any = None
+        self._clients: dict[str, int] = {}
+        self._suspect: dict[str, float] = {}
+        self._next_check = 0.0
+        self._server_pids: list[int] = []
+
+    def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
+        if not any(plan.device == "gpu" for plan in nodes.values()):
+            raise SchedulerError(
+                "partition: every node of this run is on the CPU (device: cpu, or auto with no GPU "
+                "visible), so there is no GPU to partition; use --scheduler greedy"
+            )
+        self.shares = partition_shares(workflow, nodes)
+        if self.memory_limit is not None:
+            client_env({}, 1, self.memory_limit)  # validates the limit before anything starts
+        binary = find_control_binary()
+        if not gpus():
+            raise SchedulerError("partition: NVIDIA MPS needs an NVIDIA GPU, and NVML sees none here")
+        self._slots = {name: i for i, name in enumerate(nodes)}
+        self._pids = mp.get_context("spawn").RawArray("q", max(1, len(nodes)))
+        self.daemon = MpsDaemon(binary)
+        self.daemon.start()
+
+    def env_for(self, node: NodePlan) -> dict[str, str]:
+        if node.name not in self.shares or self.daemon is None:
+            return {}
+        return client_env(self.daemon.env, self.shares[node.name], self.memory_limit)
+
+    def gate_for(self, node: NodePlan) -> GateSpec:
+        return PartitionGateSpec(self._pids, self._slots[node.name])
+
+    def poll(self) -> None:
+        if self.daemon is None or now() < self._next_check:
+            return
+        self._next_check = now() + VERIFY_EVERY_S
+        pending = {n: int(self._pids[self._slots[n]]) for n in self.shares if n not in self._clients}
+        pending = {n: pid for n, pid in pending.items() if pid > 0}
+        if not pending:
+            return
+        # NVML first, MPS second: a process that became a client in between is not reported.
+        on_gpu = _gpu_pids()
+        self._server_pids = self.daemon.server_pids()
+        clients = self.daemon.client_pids()
+        for name, pid in pending.items():
+            if pid in clients:
+                self._clients[name] = pid
+                self._suspect.pop(name, None)
+            elif pid in on_gpu:
+                first = self._suspect.setdefault(name, now())
+                if now() - first >= BYPASS_CONFIRM_S:
+                    raise SchedulerError(
+                        f"partition: node '{name}' (pid {pid}) uses the GPU but is not a client of the "
+                        f"run's MPS server, so its share is not enforced; MPS log: "
+                        f"{self.daemon.log_tail() or '(empty)'}"
+                    )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shares_percent": dict(self.shares),
+            "memory_limit": self.memory_limit,
+            "mps_clients": {n: self._clients.get(n) for n in self.shares},
+            "mps_servers": list(self._server_pids),
+        }
+
+    def stop(self) -> None:
+        if self.daemon is not None:
+            daemon, self.daemon = self.daemon, None
+            daemon.stop(self.stop_timeout_s)
+
+
+def _gpu_pids() -> set[int]:
+    """Return the pids NVML reports with a compute context on any visible GPU (empty without NVML)."""
+    try:
+        import pynvml
+    except ImportError:
+        return set()
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return set()
+    try:
+        pids: set[int] = set()
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            pids |= {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+        return pids
+    except pynvml.NVMLError:
+        return set()
+    finally:
+        pynvml.nvmlShutdown()
