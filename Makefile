@@ -29,8 +29,13 @@ run: install
 worker: install
 	$(BIN)/consumerbench worker
 
+# The engine's tests run in their own process with the web stack unimportable (tests/benchmarks/conftest.py).
+ENGINE_TESTS := tests/benchmarks $(wildcard tests/kernels)
+WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/e2e)
+
 test: install lint
-	$(BIN)/pytest
+	$(BIN)/pytest -p no:django $(ENGINE_TESTS)
+	$(if $(WEB_TESTS),$(BIN)/pytest $(WEB_TESTS))
 
 lint: install
 	$(BIN)/ruff check .

@@ -23,7 +23,9 @@ from benchmarks.spec import (
     to_dict,
 )
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yml"))
+EXAMPLES = sorted(
+    p for p in (Path(__file__).parents[2] / "examples").iterdir() if p.suffix in (".yml", ".json")
+)
 
 ORIGINAL_SLEEP = """\
 sleep1:
