@@ -78,6 +78,51 @@ class NodeResult(_Strict):
     reason: str | None
 
 
+class TelemetrySource(_Strict):
+    status: Literal["available", "unavailable"]
+    reason: str | None = Field(description="why the source is unavailable")
+    columns: list[str]
+    samples: int = Field(ge=0, description="rows recorded (one per entity per tick)")
+    file: str | None = Field(description="the CSV in the bundle, e.g. telemetry/nvml.csv")
+
+
+class WindowTelemetry(_Strict):
+    """What the device did over a window (the whole run, or one application's active time)."""
+
+    sm_activity_mean_pct: float | None
+    sm_activity_source: str | None = Field(description="gpm, dcgm, or nvml (utilisation) as fallback")
+    sm_occupancy_mean_pct: float | None
+    gpu_energy_j: float | None = Field(description="difference of NVML's energy counter, all visible GPUs")
+    gpu_energy_per_request_j: float | None
+    cpu_energy_j: float | None = Field(description="difference of the RAPL package counters")
+    cpu_energy_per_request_j: float | None
+
+
+class RunTelemetry(WindowTelemetry):
+    gpu_memory_peak_bytes: int | None
+
+
+class ApplicationTelemetry(WindowTelemetry):
+    active_from_s: float | None = Field(description="start of the first counted request")
+    active_to_s: float | None = Field(description="end of the last counted request")
+    gpu_memory_peak_bytes: int | None = Field(description="the application's own processes")
+    cpu_percent_mean: float | None = Field(description="its processes, 100 = one core, over its active time")
+    rss_peak_bytes: int | None
+
+
+class TelemetryResult(_Strict):
+    """The system monitor's part of a result (docs/monitor.md); the samples are in telemetry/*.csv."""
+
+    hz: float = Field(gt=0)
+    ticks: int = Field(ge=0)
+    missed_ticks: int = Field(ge=0)
+    monitor_cpu_s: float | None = Field(description="CPU time the sampler process used")
+    error: str | None
+    sources: dict[str, TelemetrySource]
+    run: RunTelemetry
+    applications: dict[str, ApplicationTelemetry]
+
+
 class ResultDocument(_Strict):
     schema_version: Literal[1]
     status: Literal["completed", "cancelled", "failed"]
@@ -94,6 +139,7 @@ class ResultDocument(_Strict):
     fairness: float | None = Field(gt=0, le=1.0000001)
     nodes: list[NodeResult]
     applications: list[ApplicationResult]
+    telemetry: TelemetryResult | None = Field(None, description="None when the run had the monitor off")
 
 
 def default_out_dir(workflow_name: str, root: Path = Path("results")) -> Path:

@@ -15,7 +15,7 @@ import multiprocessing as mp
 import os
 import signal
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -25,6 +25,8 @@ from typing import Any, Protocol
 from benchmarks import clock, metrics
 from benchmarks.apps import driver_class
 from benchmarks.apps.base import AppContext, AppStopped
+from benchmarks.monitor import DEFAULT_HZ
+from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint, gpus
 from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import GateSpec, NodePlan, Scheduler, SchedulerError
@@ -108,8 +110,13 @@ def run_workflow(
     time_limit_s: float | None = None,
     stop_grace_s: float = 3.0,
     repeat_index: int = 1,
+    monitor_hz: float | None = DEFAULT_HZ,
+    monitor_sources: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run a workflow on this machine and return its result document (docs/result-format.md).
+
+    The system monitor samples ``monitor_sources`` (all by default) at ``monitor_hz`` (None: off)
+    beside the run; its batches go to the sink as ``telemetry`` events (docs/monitor.md).
 
     ``scheduler`` is a registered name (the workflow's own by default) or a configured instance.
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
@@ -126,6 +133,8 @@ def run_workflow(
         out_dir,
         time_limit_s,
         stop_grace_s,
+        monitor_hz=monitor_hz,
+        monitor_sources=monitor_sources,
     )
     return run.execute(repeat_index)
 
@@ -140,6 +149,8 @@ class _Run:
         out_dir: Path | None,
         time_limit_s: float | None,
         stop_grace_s: float,
+        monitor_hz: float | None = None,
+        monitor_sources: Sequence[str] | None = None,
     ) -> None:
         self.workflow = workflow
         self.scheduler = scheduler
@@ -158,6 +169,7 @@ class _Run:
         self.t0 = clock.now()
         self.status = "completed"
         self.stop_reason: str | None = None
+        self.monitor = RunMonitor(self._emit, monitor_hz, monitor_sources, out_dir)
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -184,6 +196,7 @@ class _Run:
         self.t0 = clock.now()
         started_wall = clock.wall()
         self._emit("run_status", status="running")
+        self.monitor.start(self.t0)
         try:
             self.scheduler.start(self.workflow, plans)
             try:
@@ -195,6 +208,7 @@ class _Run:
             raise
         finally:
             self.scheduler.stop()
+            self.monitor.stop()
         result = self._result(started_wall, repeat_index)
         self._emit("run_status", status=self.status, reason=self.stop_reason)
         return result
@@ -224,6 +238,7 @@ class _Run:
                     elif s.process is not None and ready == s.process.sentinel:
                         self._reap(s)
             self.scheduler.poll()
+            self.monitor.poll()
 
     def _deps_met(self, name: str) -> bool | str:
         """True when the node may start, False to wait, or a reason string to skip it."""
@@ -268,6 +283,8 @@ class _Run:
         state.conn = recv
         self._set_status(state, "running")
         self._emit("process", state.name, pid=state.process.pid)
+        if state.process.pid is not None:
+            self.monitor.watch(state.name, state.process.pid)
 
     def _drain(self, state: NodeState) -> None:
         assert state.conn is not None
@@ -409,6 +426,7 @@ class _Run:
         foreground_ends = [s.finished_at for s in self.nodes.values() if not s.background and s.finished_at]
         ends = foreground_ends or [s.finished_at for s in self.nodes.values() if s.finished_at]
         makespan = max(ends) - self.t0 if ends else None
+        all_ends = [s.finished_at for s in self.nodes.values() if s.finished_at]
         summary = metrics.run_summary(applications, makespan)
         return {
             "schema_version": SCHEMA_VERSION,
@@ -426,6 +444,7 @@ class _Run:
             "fairness": summary["fairness"],
             "nodes": nodes,
             "applications": applications,
+            "telemetry": self.monitor.result(applications, max(all_ends) - self.t0 if all_ends else None),
         }
 
     def _rel(self, t: float | None) -> float | None:

@@ -1,0 +1,133 @@
+"""The shape every monitor source has (``Source``) and the table of watched application processes.
+
+A source module declares one ``Source`` subclass and is registered in
+``benchmarks.monitor.sources.SOURCES``. ``open()`` either succeeds or raises ``SourceUnavailable``
+with a reason a person can act on; ``sample()`` returns rows ``(t, entity, *values)`` in the order
+of ``columns``. Source modules must stay cheap to import (pynvml and friends are imported in
+``open()``), because the runner imports the registry even on machines without them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import psutil
+
+# One sample: (t seconds since the run's t0, entity, *values in the source's column order).
+Row = tuple[Any, ...]
+
+# Descendants of an application process (a server it forked, a tokenizer pool) are looked up this
+# often: listing children scans /proc, too costly to do at 100 Hz.
+CHILDREN_REFRESH_S = 1.0
+
+
+class SourceUnavailable(Exception):
+    """A source cannot sample on this machine; the message is the reason shown to the user."""
+
+
+@dataclass
+class SourceStatus:
+    """Whether a source can sample here, and if not, why."""
+
+    name: str
+    available: bool
+    reason: str | None = None
+    columns: tuple[str, ...] = ()
+    description: str = ""
+
+    def describe(self) -> str:
+        """Return ``available`` or ``unavailable: <reason>``."""
+        return "available" if self.available else f"unavailable: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the status as a JSON-ready dict."""
+        return {
+            "name": self.name,
+            "status": "available" if self.available else "unavailable",
+            "reason": self.reason,
+            "columns": list(self.columns),
+            "description": self.description,
+        }
+
+
+class Source(ABC):
+    """One telemetry source: opened once, sampled at the monitor's rate, closed at the end."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    columns: tuple[str, ...] = ()
+
+    @abstractmethod
+    def open(self, hz: float) -> None:
+        """Prepare to sample at ``hz``; raise ``SourceUnavailable(reason)`` when this machine lacks it."""
+
+    @abstractmethod
+    def sample(self, t: float, apps: AppProcesses) -> list[Row]:
+        """Return this tick's rows; raise ``SourceUnavailable`` if the source stopped working for good."""
+
+    def close(self) -> None:  # noqa: B027 - most sources hold nothing to release
+        """Release what ``open()`` took (subprocesses, library handles)."""
+
+
+@dataclass
+class _App:
+    node: str
+    root: psutil.Process
+    procs: dict[int, psutil.Process] = field(default_factory=dict)
+    refreshed_at: float = float("-inf")
+
+
+class AppProcesses:
+    """The application processes the monitor attributes samples to: node name -> its process tree."""
+
+    def __init__(self) -> None:
+        self._apps: dict[str, _App] = {}
+        self._node_of: dict[int, str] = {}
+
+    def watch(self, node: str, pid: int) -> None:
+        """Attribute ``pid`` and, from the next refresh on, its descendants to ``node``."""
+        try:
+            root = psutil.Process(pid)
+        except psutil.Error:
+            return
+        self._apps[node] = _App(node, root, {pid: root})
+        self._node_of[pid] = node
+
+    def refresh(self, now: float) -> None:
+        """Drop exited processes and pick up new descendants (at most every ``CHILDREN_REFRESH_S``)."""
+        for app in self._apps.values():
+            if now - app.refreshed_at < CHILDREN_REFRESH_S:
+                continue
+            app.refreshed_at = now
+            try:
+                children = app.root.children(recursive=True) if app.root.is_running() else []
+            except psutil.Error:
+                children = []
+            alive = {p.pid: app.procs.get(p.pid, p) for p in children}
+            if app.root.is_running():
+                alive[app.root.pid] = app.root
+            for pid in set(app.procs) - set(alive):
+                self._node_of.pop(pid, None)
+            for pid in alive:
+                self._node_of[pid] = app.node
+            app.procs = alive
+
+    def node_of(self, pid: int) -> str | None:
+        """Return the node a process belongs to, or None for a process of no watched application."""
+        return self._node_of.get(pid)
+
+    def processes(self) -> Iterator[tuple[str, list[psutil.Process]]]:
+        """Yield (node, its live processes) for every watched application."""
+        for app in self._apps.values():
+            yield app.node, list(app.procs.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._apps)
+
+
+def app_entity(node: str) -> str:
+    """Return the entity name under which a source reports an application's own samples."""
+    return f"app:{node}"

@@ -1,0 +1,40 @@
+"""Running a measuring tool (dcgmi, pcm-memory, powermetrics) beside the sampler and reading its output."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+
+
+def start_reader(argv: Sequence[str], on_line: Callable[[str], None]) -> subprocess.Popen[str]:
+    """Start ``argv`` with stdout and stderr merged; return the process. A daemon thread hands each
+    output line to ``on_line`` as it arrives, so the sampler never blocks on the tool."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+    )
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            on_line(line)
+
+    threading.Thread(target=pump, name=f"monitor-{argv[0]}", daemon=True).start()
+    return proc
+
+
+def stop(proc: subprocess.Popen[str] | None) -> None:
+    """Terminate a tool started by ``start_reader`` (kill it if it ignores that for 2 s)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
