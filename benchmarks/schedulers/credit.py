@@ -109,11 +109,13 @@ class CreditScheduler(Scheduler):
         self._history: dict[str, list[float]] = {}
         self._trace: list[tuple[float, str, float]] = []
         self._final: dict[str, dict[str, Any]] = {}
+        self.shm_name: str | None = None
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         self._slots = {name: i for i, name in enumerate(nodes)}
         slots = max(1, len(nodes))
         self._shm = shared_memory.SharedMemory(create=True, size=CreditTable.nbytes(slots))
+        self.shm_name = self._shm.name
         self.table = CreditTable(self._shm.buf, slots)
         t = now()
         for name, plan in nodes.items():
@@ -127,10 +129,9 @@ class CreditScheduler(Scheduler):
             )
 
     def gate_for(self, node: NodePlan) -> GateSpec:
-        assert self._shm is not None, "start() first"
-        return CreditGateSpec(
-            self._shm.name, self._slots[node.name], self.table.slots if self.table else 1, self.params
-        )
+        if self.shm_name is None or self.table is None:
+            raise RuntimeError("CreditScheduler.gate_for called before start()")
+        return CreditGateSpec(self.shm_name, self._slots[node.name], self.table.slots, self.params)
 
     def on_request_end(self, node: str, record: Mapping[str, Any]) -> None:
         if self.table is None or node not in self._slots or record.get("status") != "ok":
@@ -177,3 +178,4 @@ class CreditScheduler(Scheduler):
         self._shm.close()
         self._shm.unlink()
         self._shm = None
+        self.shm_name = None

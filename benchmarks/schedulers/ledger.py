@@ -288,8 +288,9 @@ def admit(table: CreditTable, slot: int, grant: Grant, waited_s: float) -> None:
 
 def finish(table: CreditTable, slot: int, t: float, duration_s: float, params: CreditParams) -> None:
     """Record a finished step: charge its duration to the slot's credit (which may go negative)."""
-    refill(table, slot, t, params)
+    # Charged before the refill so that credit earned during the step is not lost to the burst cap.
     table.add(slot, BUCKET, -duration_s)
+    refill(table, slot, t, params)
     table.add(slot, RUNNING, -1)
     table.add(slot, STEP_S, duration_s)
     table.set(slot, LAST_RELEASE, t)
