@@ -1,0 +1,21 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.permissions import AllowAny
+
+from cbweb.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
+    path("workflows/", views.WorkflowListApi.as_view(), name="workflow-list"),
+    path("workflows/validate/", views.WorkflowValidateApi.as_view(), name="workflow-validate"),
+    path("workflows/<int:pk>/", views.WorkflowDetailApi.as_view(), name="workflow-detail"),
+    path("runs/", views.RunListApi.as_view(), name="run-list"),
+    path("runs/<int:pk>/", views.RunDetailApi.as_view(), name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/result/", views.RunResultApi.as_view(), name="run-result"),
+    path("runs/<int:pk>/telemetry/", views.RunTelemetryApi.as_view(), name="run-telemetry"),
+    path("platforms/", views.PlatformListApi.as_view(), name="platform-list"),
+    path("platforms/<int:pk>/", views.PlatformDetailApi.as_view(), name="platform-detail"),
+]

@@ -1,0 +1,414 @@
+"""REST API v1: thin classes that validate input, call one service or selector, serialise the output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchmarks import spec as engine_spec
+from benchmarks.schedulers import SCHEDULERS
+from cbweb.platforms import selectors as platform_selectors
+from cbweb.runs import selectors as run_selectors
+from cbweb.runs import services as run_services
+from cbweb.runs.models import Run
+from cbweb.workflows import selectors as workflow_selectors
+from cbweb.workflows import services as workflow_services
+
+MAX_ID = 2**31 - 1
+
+ERROR = inline_serializer(
+    "Error",
+    {
+        "message": serializers.CharField(),
+        "errors": serializers.ListField(
+            child=inline_serializer(
+                "ErrorItem",
+                {
+                    "field": serializers.CharField(allow_null=True),
+                    "line": serializers.IntegerField(allow_null=True),
+                    "message": serializers.CharField(),
+                },
+            )
+        ),
+    },
+)
+
+
+class WorkflowInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    yaml = serializers.CharField(required=False, trim_whitespace=False, max_length=engine_spec.MAX_FILE_BYTES)
+    spec = serializers.JSONField(required=False, help_text="the workflow as a mapping (native or task-list)")
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("yaml" in attrs) == ("spec" in attrs):
+            raise serializers.ValidationError(
+                {"yaml": "give exactly one of 'yaml' (text) and 'spec' (mapping)"}
+            )
+        return attrs
+
+
+class WorkflowOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    owner = serializers.CharField(source="owner.username")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    version = serializers.SerializerMethodField()
+    spec = serializers.SerializerMethodField()
+    yaml = serializers.SerializerMethodField()
+
+    def _latest(self, obj: Any) -> Any:
+        if not hasattr(obj, "_latest_version"):
+            obj._latest_version = workflow_selectors.version_latest(workflow=obj)
+        return obj._latest_version
+
+    def get_version(self, obj: Any) -> int:
+        return int(self._latest(obj).number)
+
+    def get_spec(self, obj: Any) -> dict[str, Any]:
+        return dict(self._latest(obj).spec)
+
+    def get_yaml(self, obj: Any) -> str:
+        return str(self._latest(obj).yaml)
+
+
+def _workflow_out(workflow: Any) -> dict[str, Any]:
+    return dict(WorkflowOutput(workflow).data)
+
+
+class WorkflowListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        search = serializers.CharField(required=False, max_length=200)
+        owner = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: WorkflowOutput(many=True)})
+    def get(self, request: Request) -> Response:
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        qs = workflow_selectors.workflow_list(
+            owner_id=params.validated_data.get("owner"), search=params.validated_data.get("search")
+        )
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response([_workflow_out(w) for w in page or []])
+
+    @extend_schema(
+        request=WorkflowInput,
+        responses={
+            201: inline_serializer(
+                "WorkflowCreated", {"id": serializers.IntegerField(), "version": serializers.IntegerField()}
+            ),
+            400: ERROR,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = WorkflowInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        workflow = workflow_services.workflow_create(
+            owner=request.user,
+            name=v["name"],
+            yaml_text=v.get("yaml"),
+            spec=v.get("spec"),
+            description=v.get("description"),
+        )
+        return Response(
+            {"id": workflow.pk, "version": 1, **_workflow_out(workflow)}, status=status.HTTP_201_CREATED
+        )
+
+
+class WorkflowDetailApi(APIView):
+    class UpdateInput(WorkflowInput):
+        name = serializers.CharField(max_length=200, required=False)
+
+    @extend_schema(responses={200: WorkflowOutput, 404: ERROR})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(_workflow_out(workflow_selectors.workflow_get(pk=pk)))
+
+    @extend_schema(request=UpdateInput, responses={200: WorkflowOutput, 400: ERROR, 403: ERROR, 404: ERROR})
+    def put(self, request: Request, pk: int) -> Response:
+        workflow = workflow_selectors.workflow_get(pk=pk)
+        data = self.UpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        workflow_services.workflow_update(
+            workflow=workflow,
+            user=request.user,
+            name=v.get("name"),
+            yaml_text=v.get("yaml"),
+            spec=v.get("spec"),
+            description=v.get("description"),
+        )
+        return Response(_workflow_out(workflow_selectors.workflow_get(pk=pk)))
+
+    @extend_schema(responses={204: None, 403: ERROR, 404: ERROR, 409: ERROR})
+    def delete(self, request: Request, pk: int) -> Response:
+        workflow = workflow_selectors.workflow_get(pk=pk)
+        try:
+            workflow_services.workflow_delete(workflow=workflow, user=request.user)
+        except ValueError as exc:
+            raise run_services.RunStateError(str(exc)) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkflowValidateApi(APIView):
+    class Input(WorkflowInput):
+        name = serializers.CharField(max_length=200, required=False)
+
+    @extend_schema(
+        request=Input,
+        responses={
+            200: inline_serializer(
+                "WorkflowValid",
+                {
+                    "valid": serializers.BooleanField(),
+                    "spec": serializers.JSONField(),
+                    "yaml": serializers.CharField(),
+                },
+            ),
+            400: ERROR,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        parsed = workflow_services.workflow_parse(
+            name=v.get("name", ""), yaml_text=v.get("yaml"), spec=v.get("spec")
+        )
+        return Response(
+            {"valid": True, "spec": engine_spec.to_dict(parsed), "yaml": engine_spec.dump_yaml(parsed)}
+        )
+
+
+class RunOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.SerializerMethodField()
+    web_url = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    workflow = serializers.IntegerField(source="workflow_version.workflow_id")
+    workflow_version = serializers.IntegerField(source="workflow_version.number")
+    scheduler = serializers.CharField()
+    platform = serializers.IntegerField(source="platform_id", allow_null=True)
+    owner = serializers.CharField(source="owner.username")
+    batch = serializers.UUIDField()
+    repeat_index = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    cancel_requested = serializers.BooleanField()
+    error = serializers.CharField()
+    progress = serializers.JSONField()
+    summary = serializers.JSONField(
+        allow_null=True,
+        help_text="once finished: per-application attainment, mean attainment, fairness, makespan_s",
+    )
+
+    def get_url(self, obj: Run) -> str:
+        return self.context["request"].build_absolute_uri(reverse("api:run-detail", args=[obj.pk]))
+
+    def get_web_url(self, obj: Run) -> str:
+        return self.context["request"].build_absolute_uri(reverse("runs:detail", args=[obj.pk]))
+
+
+def _run_out(run: Run, request: Request) -> dict[str, Any]:
+    return dict(RunOutput(run, context={"request": request}).data)
+
+
+class RunListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
+        workflow = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+        platform = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+        scheduler = serializers.CharField(required=False, max_length=50)
+        owner = serializers.CharField(required=False, max_length=150, help_text="username")
+        batch = serializers.UUIDField(required=False)
+
+    class CreateInput(serializers.Serializer):
+        workflow = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+        version = serializers.IntegerField(
+            required=False, min_value=1, max_value=MAX_ID, help_text="default: latest"
+        )
+        scheduler = serializers.ChoiceField(
+            choices=sorted(SCHEDULERS), required=False, help_text="default: the workflow's"
+        )
+        platform = serializers.IntegerField(
+            required=False, allow_null=True, min_value=1, max_value=MAX_ID, help_text="default: any worker"
+        )
+        repeats = serializers.IntegerField(
+            required=False, min_value=1, max_value=run_services.MAX_REPEATS, default=1
+        )
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True)})
+    def get(self, request: Request) -> Response:
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        qs = run_selectors.run_list(filters=params.validated_data)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response([_run_out(r, request) for r in page or []])
+
+    @extend_schema(
+        request=CreateInput,
+        responses={
+            201: inline_serializer(
+                "RunCreated",
+                {
+                    "id": serializers.IntegerField(),
+                    "url": serializers.URLField(),
+                    "status": serializers.CharField(),
+                    "ids": serializers.ListField(child=serializers.IntegerField()),
+                },
+            ),
+            400: ERROR,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = self.CreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        workflow = workflow_selectors.workflow_get(pk=v["workflow"])
+        if "version" in v:
+            version = workflow_selectors.version_get(workflow=workflow, number=v["version"])
+        else:
+            version = workflow_selectors.version_latest(workflow=workflow)
+        platform = platform_selectors.platform_get(pk=v["platform"]) if v.get("platform") else None
+        runs = run_services.run_create(
+            version=version,
+            user=request.user,
+            scheduler=v.get("scheduler"),
+            platform=platform,
+            repeats=v["repeats"],
+        )
+        out = _run_out(runs[0], request)
+        return Response(
+            {
+                "id": out["id"],
+                "url": out["url"],
+                "status": out["status"],
+                "web_url": out["web_url"],
+                "ids": [r.pk for r in runs],
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses={200: RunOutput, 404: ERROR})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(_run_out(run_selectors.run_get(pk=pk), request))
+
+    @extend_schema(responses={204: None, 403: ERROR, 404: ERROR, 409: ERROR})
+    def delete(self, request: Request, pk: int) -> Response:
+        run_services.run_delete(run=run_selectors.run_get(pk=pk), user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(request=None, responses={200: RunOutput, 403: ERROR, 404: ERROR, 409: ERROR})
+    def post(self, request: Request, pk: int) -> Response:
+        run = run_services.run_cancel(run=run_selectors.run_get(pk=pk), user=request.user)
+        return Response(_run_out(run_selectors.run_get(pk=run.pk), request))
+
+
+class RunResultApi(APIView):
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT, 404: ERROR},
+        description="result.json of a finished run (docs/result-format.md)",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        document = run_selectors.run_result_document(run=run_selectors.run_get(pk=pk))
+        if document is None:
+            return Response(
+                {"message": f"run {pk} has no result yet", "errors": []}, status=status.HTTP_404_NOT_FOUND
+            )
+        return Response(document)
+
+
+class RunTelemetryApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        source = serializers.CharField(required=False, max_length=50)
+        metric = serializers.ListField(
+            child=serializers.CharField(max_length=100), required=False, help_text="repeat to ask for several"
+        )
+        t_min = serializers.FloatField(required=False, help_text="seconds since the run started")
+        t_max = serializers.FloatField(required=False)
+        points = serializers.IntegerField(
+            required=False, min_value=3, max_value=20_000, default=run_selectors.CHART_POINTS
+        )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if (
+                attrs.get("t_min") is not None
+                and attrs.get("t_max") is not None
+                and attrs["t_min"] > attrs["t_max"]
+            ):
+                raise serializers.ValidationError({"t_min": "t_min must not exceed t_max"})
+            return attrs
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "Telemetry",
+                {
+                    "run": serializers.IntegerField(),
+                    "available": serializers.JSONField(),
+                    "series": serializers.JSONField(),
+                },
+            ),
+            404: ERROR,
+        },
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        run = run_selectors.run_get(pk=pk)
+        data = {**request.query_params.dict(), "metric": request.query_params.getlist("metric")}
+        if not data["metric"]:
+            data.pop("metric")
+        params = self.FilterSerializer(data=data)
+        params.is_valid(raise_exception=True)
+        v = params.validated_data
+        series = run_selectors.run_telemetry(
+            run=run,
+            source=v.get("source"),
+            metrics_wanted=v.get("metric"),
+            t_min=v.get("t_min"),
+            t_max=v.get("t_max"),
+            points=v["points"],
+        )
+        return Response(
+            {"run": run.pk, "available": run_selectors.run_telemetry_metrics(run=run), "series": series}
+        )
+
+
+class PlatformOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    fingerprint_id = serializers.CharField()
+    name = serializers.CharField()
+    info = serializers.JSONField()
+    last_seen_at = serializers.DateTimeField(allow_null=True)
+    queue = serializers.CharField()
+
+
+class PlatformListApi(APIView):
+    @extend_schema(responses={200: PlatformOutput(many=True)})
+    def get(self, request: Request) -> Response:
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(platform_selectors.platform_list(), request, view=self)
+        return paginator.get_paginated_response(PlatformOutput(page or [], many=True).data)
+
+
+class PlatformDetailApi(APIView):
+    @extend_schema(responses={200: PlatformOutput, 404: ERROR})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(PlatformOutput(platform_selectors.platform_get(pk=pk)).data)

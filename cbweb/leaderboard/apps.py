@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class LeaderboardConfig(AppConfig):
+    name = "cbweb.leaderboard"

@@ -1,0 +1,135 @@
+"""Runs, their results (per node, per application, per request) and their telemetry.
+
+Telemetry is stored as chunks: one row holds up to ``TELEMETRY_CHUNK_SAMPLES`` samples of one metric
+of one source as two little-endian float64 arrays (time since run start, value), so a 30-minute run
+at 20 Hz with 12 metrics is ~110 rows instead of 432,000.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from cbweb.platforms.models import Platform
+from cbweb.workflows.models import WorkflowVersion
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    workflow_version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="runs")
+    platform = models.ForeignKey(
+        Platform, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    scheduler = models.CharField(max_length=50)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    # Repetitions launched together share a batch; the compare page shows their mean and 95 % CI.
+    batch = models.UUIDField(default=uuid.uuid4, db_index=True)
+    repeat_index = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="who executes the run (host:pid)")
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    progress = models.JSONField(default=dict, blank=True, help_text="live node states while running")
+    summary = models.JSONField(null=True, blank=True, help_text="run figures once finished")
+    result = models.JSONField(null=True, blank=True, help_text="result.json without the per-request rows")
+    bundle_dir = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class NodeResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="node_results")
+    name = models.CharField(max_length=200)
+    uses = models.CharField(max_length=200)
+    background = models.BooleanField(default=False)
+    device = models.CharField(max_length=10)
+    status = models.CharField(max_length=20)
+    started_at = models.FloatField(null=True, help_text="seconds since the run started")
+    finished_at = models.FloatField(null=True)
+    load_time_s = models.FloatField(null=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+
+class ApplicationResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="application_results")
+    name = models.CharField(max_length=200, help_text="the node name")
+    unit = models.CharField(max_length=200)
+    type = models.CharField(max_length=50)
+    device = models.CharField(max_length=10)
+    priority = models.CharField(max_length=10)
+    model = models.CharField(max_length=500, blank=True)
+    slo = models.JSONField(default=list)
+    slo_attainment = models.FloatField(null=True)
+    requests_total = models.PositiveIntegerField(default=0)
+    requests_counted = models.PositiveIntegerField(default=0)
+    requests_met = models.PositiveIntegerField(null=True)
+    load_time_s = models.FloatField(null=True)
+    throughput_rps = models.FloatField(null=True)
+    metrics = models.JSONField(default=dict, help_text="per-metric summaries from benchmarks.metrics")
+    normalized_latency = models.JSONField(default=dict)
+    loaded = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+
+class RequestResult(models.Model):
+    application = models.ForeignKey(ApplicationResult, on_delete=models.CASCADE, related_name="requests")
+    index = models.PositiveIntegerField()
+    arrival = models.FloatField()
+    start = models.FloatField()
+    end = models.FloatField()
+    status = models.CharField(max_length=20)
+    warmup = models.BooleanField(default=False)
+    slo_met = models.BooleanField(null=True)
+    metrics = models.JSONField(default=dict)
+    info = models.JSONField(default=dict)
+    series = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["application", "index"]
+
+
+class TelemetryChunk(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="telemetry_chunks")
+    source = models.CharField(max_length=50)
+    metric = models.CharField(max_length=100)
+    seq = models.PositiveIntegerField()
+    t_start = models.FloatField()
+    t_end = models.FloatField()
+    count = models.PositiveIntegerField()
+    t = models.BinaryField(help_text="little-endian float64 seconds since the run started")
+    v = models.BinaryField(help_text="little-endian float64 values (NaN where a sample was missing)")
+
+    class Meta:
+        ordering = ["run", "source", "metric", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "source", "metric", "seq"], name="telemetry_chunk_unique")
+        ]

@@ -1,0 +1,242 @@
+"""The run state machine: every write to a run goes through here.
+
+queued --claim--> running --finish--> succeeded | failed | cancelled
+queued --cancel--> cancelled            running --fail--> failed
+Workers (``workers/tasks.py``) call ``run_claim``, ``run_progress``, ``run_store_telemetry``,
+``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from benchmarks import spec as engine_spec
+from benchmarks.results import ResultDocument
+from benchmarks.schedulers import SCHEDULERS
+from cbweb.permissions import check_can_edit
+from cbweb.platforms.models import Platform
+from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
+from cbweb.runs.progress import initial_progress
+from cbweb.runs.telemetry import ChunkWrite, encode
+from cbweb.workflows.models import WorkflowVersion
+
+MAX_REPEATS = 50
+# Request rows are inserted in batches of this size: large enough to amortise round trips, small
+# enough to stay under SQLite's bound-parameter limit (12 columns x 500 rows).
+REQUEST_BATCH = 500
+
+
+class RunStateError(Exception):
+    """The run is not in a state that allows the operation (HTTP 409)."""
+
+
+def _check_scheduler(workflow: engine_spec.Workflow, scheduler: str) -> None:
+    if scheduler not in SCHEDULERS:
+        raise ValidationError(
+            {"scheduler": f"unknown scheduler '{scheduler}'; known: {', '.join(SCHEDULERS)}"}
+        )
+    if scheduler == "partition":
+        problems = engine_spec.partition_share_problems(workflow)
+        if problems:
+            raise ValidationError({"scheduler": problems})
+
+
+@transaction.atomic
+def run_create(
+    *,
+    version: WorkflowVersion,
+    user: Any,
+    scheduler: str | None = None,
+    platform: Platform | None = None,
+    repeats: int = 1,
+) -> list[Run]:
+    """Queue ``repeats`` runs of a workflow version; return them. Execution starts after the commit.
+
+    Raises django ValidationError naming the field (scheduler, repeats) when the request is impossible.
+    """
+    from cbweb.runs.dispatch import run_enqueue
+
+    if not user or not user.is_authenticated:
+        raise ValidationError("log in to launch runs")
+    workflow = engine_spec.from_dict(version.spec, name=version.workflow.name)
+    scheduler = scheduler or workflow.scheduler
+    _check_scheduler(workflow, scheduler)
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
+    batch = uuid.uuid4()
+    runs = [
+        Run.objects.create(
+            workflow_version=version,
+            platform=platform,
+            scheduler=scheduler,
+            owner=user,
+            batch=batch,
+            repeat_index=i,
+            progress=initial_progress(workflow),
+        )
+        for i in range(1, repeats + 1)
+    ]
+    for run in runs:
+        # Enqueue only once the rows are visible to the worker; the request never waits for a run.
+        transaction.on_commit(lambda run_id=run.pk: run_enqueue(run_id))
+    return runs
+
+
+def run_claim(*, run_id: int, worker: str) -> bool:
+    """Atomically move a queued run to running; return False when someone else has it (or it is gone)."""
+    now = timezone.now()
+    changed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
+        status=Run.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
+    )
+    return changed == 1
+
+
+def run_set_platform(*, run_id: int, platform: Platform) -> None:
+    """Record the machine that executes a run (the worker's platform)."""
+    Run.objects.filter(pk=run_id).update(platform=platform)
+
+
+def run_progress(*, run_id: int, progress: dict[str, Any]) -> None:
+    """Store the live progress of a running run and refresh its heartbeat."""
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        progress=progress, heartbeat_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def run_store_telemetry(*, run_id: int, chunks: Sequence[ChunkWrite]) -> None:
+    """Insert or overwrite telemetry chunks of a run (one batch in one transaction)."""
+    for c in chunks:
+        if not c.t:
+            continue
+        values = {"t_start": c.t[0], "t_end": c.t[-1], "count": len(c.t), "t": encode(c.t), "v": encode(c.v)}
+        updated = TelemetryChunk.objects.filter(
+            run_id=run_id, source=c.source, metric=c.metric, seq=c.seq
+        ).update(**values)
+        if not updated:
+            TelemetryChunk.objects.create(
+                run_id=run_id, source=c.source, metric=c.metric, seq=c.seq, **values
+            )
+
+
+def _columns(model: type[Any], data: dict[str, Any]) -> dict[str, Any]:
+    """Keep the keys that are columns: fields the engine adds later stay in ``Run.result`` only."""
+    names = {f.name for f in model._meta.concrete_fields} - {"id", "run", "application"}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _status_of(document: ResultDocument) -> tuple[str, str]:
+    if document.status == "cancelled":
+        return Run.Status.CANCELLED, document.reason or "cancelled"
+    if document.status == "failed":
+        return Run.Status.FAILED, document.reason or "the run failed"
+    bad = [n for n in document.nodes if n.status in ("failed", "skipped")]
+    if bad:
+        return Run.Status.FAILED, "; ".join(
+            f"node '{n.name}' {n.status}: {n.reason or 'no reason given'}" for n in bad
+        )
+    return Run.Status.SUCCEEDED, ""
+
+
+def summary_of(document: ResultDocument) -> dict[str, Any]:
+    """Return the run figures the API and the lists show (all computed by the engine)."""
+    telemetry = document.telemetry.run.model_dump() if document.telemetry else None
+    return {
+        "mean_attainment": document.mean_attainment,
+        "fairness": document.fairness,
+        "makespan_s": document.makespan_s,
+        "telemetry": telemetry,
+        "applications": [
+            {"name": a.name, "type": a.type, "slo_attainment": a.slo_attainment, "slo": a.slo}
+            for a in document.applications
+        ],
+    }
+
+
+@transaction.atomic
+def run_finish(*, run_id: int, result: dict[str, Any], bundle_dir: str = "") -> Run:
+    """Store a run's final result (nodes, applications, requests, summary) in one transaction; return it.
+
+    The result is validated with the engine's ``ResultDocument`` first; a run that is no longer
+    running (e.g. failed by the reaper) is left as it is and RunStateError is raised.
+    """
+    document = ResultDocument.model_validate(result)
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status != Run.Status.RUNNING:
+        raise RunStateError(f"run {run_id} is {run.status}, not running; its result was not stored")
+    status, error = _status_of(document)
+    NodeResult.objects.bulk_create(
+        NodeResult(run=run, **_columns(NodeResult, {**n.model_dump(), "reason": n.reason or ""}))
+        for n in document.nodes
+    )
+    for app in document.applications:
+        data = app.model_dump(mode="json", exclude={"requests"})
+        stored = ApplicationResult.objects.create(
+            run=run, **_columns(ApplicationResult, {**data, "model": app.model or ""})
+        )
+        RequestResult.objects.bulk_create(
+            (
+                RequestResult(
+                    application=stored, **_columns(RequestResult, {**r.model_dump(), "error": r.error or ""})
+                )
+                for r in app.requests
+            ),
+            batch_size=REQUEST_BATCH,
+        )
+    stripped = document.model_dump(mode="json")
+    for app in stripped["applications"]:
+        app["requests"] = []
+    run.status = status
+    run.error = error
+    run.summary = summary_of(document)
+    run.result = stripped
+    run.bundle_dir = bundle_dir
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "summary", "result", "bundle_dir", "finished_at"])
+    return run
+
+
+def run_fail(*, run_id: int, error: str) -> bool:
+    """Mark a queued or running run failed with a message; return False if it had already finished."""
+    changed = Run.objects.filter(pk=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
+        status=Run.Status.FAILED, error=error[:10_000], finished_at=timezone.now()
+    )
+    return changed == 1
+
+
+@transaction.atomic
+def run_cancel(*, run: Run, user: Any) -> Run:
+    """Cancel a run: a queued one at once, a running one by raising its cancel flag; return it.
+
+    Raises PermissionDenied for someone else's run and RunStateError for a finished one.
+    """
+    check_can_edit(user, run, f"run {run.pk}")
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    if run.status == Run.Status.QUEUED:
+        run.status = Run.Status.CANCELLED
+        run.cancel_requested = True
+        run.error = "cancelled before it started"
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "cancel_requested", "error", "finished_at"])
+    elif run.status == Run.Status.RUNNING:
+        # The worker polls the flag and stops the engine within seconds, keeping the partial data.
+        run.cancel_requested = True
+        run.save(update_fields=["cancel_requested"])
+    else:
+        raise RunStateError(f"run {run.pk} has already finished ({run.status})")
+    return run
+
+
+@transaction.atomic
+def run_delete(*, run: Run, user: Any) -> None:
+    """Delete a finished or queued run with its results; a running run must be cancelled first."""
+    check_can_edit(user, run, f"run {run.pk}")
+    if run.status == Run.Status.RUNNING:
+        raise RunStateError(f"run {run.pk} is running; cancel it first")
+    run.delete()

@@ -1,0 +1,183 @@
+"""Django settings: every value comes from an environment variable (12-factor), listed in .env.example.
+
+Zero-setup defaults: SQLite next to the checkout, no broker (runs execute on a local background
+thread of the web process), reading open to everyone. Setting ``DATABASE_URL`` and
+``CELERY_BROKER_URL`` switches to PostgreSQL and Redis with no code change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A .env file is read when present (developer convenience); real deployments set the environment.
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _strict_bool(name: str, default: bool) -> bool:
+    """Parse a boolean variable strictly: a typo such as DEBUG=ture is an error, not False."""
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise environ.ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no, on/off)"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Core
+# --------------------------------------------------------------------------------------------------
+
+DEBUG = _strict_bool("DJANGO_DEBUG", False)
+# The default key only suits a laptop demo; deployments must set DJANGO_SECRET_KEY.
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="consumerbench-insecure-development-key-change-me")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "cbweb.platforms",
+    "cbweb.workflows",
+    "cbweb.runs",
+    "cbweb.leaderboard",
+    "cbweb.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cbweb.urls"
+WSGI_APPLICATION = "cbweb.wsgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --------------------------------------------------------------------------------------------------
+# Database
+# --------------------------------------------------------------------------------------------------
+
+DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The run executor writes from its own thread while pages read: take the write lock at BEGIN
+    # and wait for it instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 30})
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+
+# --------------------------------------------------------------------------------------------------
+# Static files and run bundles
+# --------------------------------------------------------------------------------------------------
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+# Chart.js comes from node_modules (installed from the npm registry by `make install`), never a CDN.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist")]
+# Result bundles (result.json, CSVs, images) written by the run executor, one folder per run.
+CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results" / "web")))
+
+# --------------------------------------------------------------------------------------------------
+# Authentication and access
+# --------------------------------------------------------------------------------------------------
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "workflows:list"
+LOGOUT_REDIRECT_URL = "workflows:list"
+# Reading pages and the API open to anonymous visitors (a lab intranet) or login-only.
+CB_READ_REQUIRES_LOGIN = _strict_bool("CB_READ_REQUIRES_LOGIN", False)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["cbweb.api.permissions.ReadOpenWriteAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "cbweb.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ConsumerBench API",
+    "DESCRIPTION": "Workflows, runs, results, telemetry, platforms. Send 'Authorization: Token <key>'.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --------------------------------------------------------------------------------------------------
+# Run execution (Celery)
+# --------------------------------------------------------------------------------------------------
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
+# No broker: Celery calls execute in-process. Only tests rely on that; the web app uses the local
+# executor below so that a request never waits for a run.
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# "celery": send runs to the broker; "local": run them on a background thread of this process.
+CB_RUN_EXECUTOR = env.str("CB_RUN_EXECUTOR", default="celery" if CELERY_BROKER_URL else "local")
+if CB_RUN_EXECUTOR not in ("celery", "local"):
+    raise environ.ImproperlyConfigured(f"CB_RUN_EXECUTOR={CB_RUN_EXECUTOR!r}: use 'celery' or 'local'")
+# A run that exceeds this many seconds is stopped by the engine and marked failed.
+CB_RUN_TIME_LIMIT_S = env.float("CB_RUN_TIME_LIMIT_S", default=4 * 3600.0)
+
+# --------------------------------------------------------------------------------------------------
+# Logging
+# --------------------------------------------------------------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,21 @@
+"""URL map: pages per app, the REST API under /api/v1/, the admin, login/logout."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+from cbweb.views import docs_metrics
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="workflows:list", permanent=False), name="home"),
+    path("workflows/", include("cbweb.workflows.urls")),
+    path("runs/", include("cbweb.runs.urls")),
+    path("platforms/", include("cbweb.platforms.urls")),
+    path("leaderboard/", include("cbweb.leaderboard.urls")),
+    path("api/v1/", include("cbweb.api.urls")),
+    path("docs/metrics/", docs_metrics, name="docs-metrics"),
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

@@ -1,0 +1,112 @@
+"""Server-rendered SVG of a workflow's DAG (nodes in columns by depth, edges from dependency to node).
+
+It takes plain tuples rather than a validated workflow so that the editor can preview a DAG that
+still has errors (unknown dependencies are drawn as missing, cycles do not loop forever).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 150, 44, 60, 18, 10
+
+
+@dataclass(frozen=True)
+class DagNode:
+    name: str
+    label: str
+    depend_on: tuple[str, ...] = ()
+    background: bool = False
+
+
+def nodes_of_spec(spec: Mapping[str, Any]) -> list[DagNode]:
+    """Return the DAG nodes of a native spec mapping (valid or not)."""
+    nodes = spec.get("workflows") or {}
+    out = []
+    for name, body in nodes.items() if isinstance(nodes, Mapping) else []:
+        body = body if isinstance(body, Mapping) else {}
+        unit = spec.get(body.get("uses", name))
+        label = unit.get("type", "?") if isinstance(unit, Mapping) else "?"
+        deps = body.get("depend_on") or []
+        out.append(
+            DagNode(
+                str(name),
+                str(label),
+                tuple(str(d) for d in deps if isinstance(d, str)),
+                bool(body.get("background")),
+            )
+        )
+    return out
+
+
+def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
+    known = {n.name: n for n in nodes}
+    depth: dict[str, int] = {}
+
+    def visit(name: str, trail: frozenset[str]) -> int:
+        if name in depth:
+            return depth[name]
+        if name in trail:
+            return 0
+        deps = [d for d in known[name].depend_on if d in known]
+        value = 1 + max((visit(d, trail | {name}) for d in deps), default=-1)
+        depth[name] = value
+        return value
+
+    for n in nodes:
+        visit(n.name, frozenset())
+    return depth
+
+
+def dag_svg(nodes: Sequence[DagNode]) -> str:
+    """Return an SVG (as text, escaped) drawing the DAG; background nodes have a dashed border."""
+    if not nodes:
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" role="img">'
+            '<text x="10" y="25">no nodes</text></svg>'
+        )
+    depth = _depths(nodes)
+    columns: dict[int, list[str]] = {}
+    for n in nodes:
+        columns.setdefault(depth[n.name], []).append(n.name)
+    pos = {}
+    for col, names in columns.items():
+        for row, name in enumerate(names):
+            pos[name] = (PAD + col * (BOX_W + GAP_X), PAD + row * (BOX_H + GAP_Y))
+    width = PAD * 2 + (max(columns) + 1) * (BOX_W + GAP_X) - GAP_X
+    height = PAD * 2 + max(len(v) for v in columns.values()) * (BOX_H + GAP_Y) - GAP_Y
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="dag" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="workflow DAG">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>',
+    ]
+    for n in nodes:
+        x2, y2 = pos[n.name]
+        for dep in n.depend_on:
+            if dep not in pos:
+                continue
+            x1, y1 = pos[dep]
+            sx, sy, ex, ey = x1 + BOX_W, y1 + BOX_H / 2, x2, y2 + BOX_H / 2
+            parts.append(
+                f'<path class="edge" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, {ex - GAP_X / 2} {ey}, '
+                f'{ex} {ey}" fill="none" marker-end="url(#arrow)"/>'
+            )
+    for n in nodes:
+        x, y = pos[n.name]
+        missing = [d for d in n.depend_on if d not in pos]
+        cls = "node background" if n.background else "node"
+        dash = ' stroke-dasharray="5 3"' if n.background else ""
+        title = f"{n.name} ({n.label})" + (f"; unknown dependencies: {', '.join(missing)}" if missing else "")
+        parts.append(
+            f'<g class="{cls}{" invalid" if missing else ""}" data-node="{escape(n.name)}">'
+            f"<title>{escape(title)}</title>"
+            f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6"{dash}/>'
+            f'<text x="{x + 8}" y="{y + 18}" class="name">{escape(n.name[:20])}</text>'
+            f'<text x="{x + 8}" y="{y + 35}" class="type">{escape(n.label[:22])}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,92 @@
+"""Writes for workflows. The engine validates; a version stores its canonical spec and YAML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from benchmarks import spec as engine_spec
+from cbweb.permissions import check_can_edit
+from cbweb.workflows.models import Workflow, WorkflowVersion
+
+
+def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None) -> engine_spec.Workflow:
+    """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named ``name``.
+
+    Raises ``benchmarks.spec.WorkflowValidationError`` with every problem (path, line, message).
+    """
+    if (yaml_text is None) == (spec is None):
+        raise engine_spec.WorkflowValidationError(
+            [
+                engine_spec.SpecError(
+                    "", None, "give the workflow either as 'yaml' text or as a 'spec' mapping"
+                )
+            ]
+        )
+    if yaml_text is not None:
+        parsed = engine_spec.load_yaml(yaml_text, name=name)
+    else:
+        parsed = engine_spec.from_dict(spec, name=name)
+    # The record's name is the workflow's name, so that exports and results agree with the list.
+    return parsed.model_copy(update={"name": name}) if name else parsed
+
+
+def _add_version(*, workflow: Workflow, parsed: engine_spec.Workflow, user: Any) -> WorkflowVersion:
+    last = workflow.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    return WorkflowVersion.objects.create(
+        workflow=workflow,
+        number=last + 1,
+        spec=engine_spec.to_dict(parsed),
+        yaml=engine_spec.dump_yaml(parsed),
+        created_by=user,
+    )
+
+
+@transaction.atomic
+def workflow_create(
+    *, owner: Any, name: str, yaml_text: str | None = None, spec: Any = None, description: str | None = None
+) -> Workflow:
+    """Validate and store a new workflow with its first version; return it.
+
+    Raises WorkflowValidationError (nothing is written) when the engine rejects the input.
+    """
+    name = name.strip()
+    parsed = workflow_parse(name=name, yaml_text=yaml_text, spec=spec)
+    workflow = Workflow.objects.create(
+        name=parsed.name, description=parsed.description if description is None else description, owner=owner
+    )
+    _add_version(workflow=workflow, parsed=parsed, user=owner)
+    return workflow
+
+
+@transaction.atomic
+def workflow_update(
+    *,
+    workflow: Workflow,
+    user: Any,
+    name: str | None = None,
+    yaml_text: str | None = None,
+    spec: Any = None,
+    description: str | None = None,
+) -> WorkflowVersion:
+    """Save a new version of ``workflow`` (versions are never changed in place); return the version.
+
+    Raises PermissionDenied for someone else's workflow, WorkflowValidationError for a bad spec.
+    """
+    check_can_edit(user, workflow, f"workflow '{workflow.name}'")
+    new_name = (name or workflow.name).strip()
+    parsed = workflow_parse(name=new_name, yaml_text=yaml_text, spec=spec)
+    workflow.name = parsed.name
+    workflow.description = parsed.description if description is None else description
+    workflow.save(update_fields=["name", "description", "updated_at"])
+    return _add_version(workflow=workflow, parsed=parsed, user=user)
+
+
+@transaction.atomic
+def workflow_delete(*, workflow: Workflow, user: Any) -> None:
+    """Delete a workflow with its versions; refuse (ValueError) when runs still point at it."""
+    check_can_edit(user, workflow, f"workflow '{workflow.name}'")
+    if workflow.versions.filter(runs__isnull=False).exists():
+        raise ValueError(f"workflow '{workflow.name}' has runs; delete its runs first")
+    workflow.delete()

@@ -1,0 +1,107 @@
+"""Web tests: Django settings, and the factories every web test uses (one place).
+
+The web suite runs in its own pytest process (the engine suite forbids importing Django). It runs
+on SQLite by default and on PostgreSQL when DATABASE_URL points there (CI does that).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
+# Bundles of runs executed by tests go to a throw-away folder, not results/ of the checkout.
+os.environ.setdefault("CB_RESULTS_DIR", tempfile.mkdtemp(prefix="cb-web-test-results-"))
+
+from typing import Any
+
+import django
+import pytest
+
+# Test modules import models at collection time, before pytest-django's own set-up.
+django.setup()
+
+SLEEP_YAML = """\
+# two sleeping applications in sequence
+sleep1:
+  type: Sleep
+  sleep_time: 0.05
+  num_requests: 3
+sleep2:
+  type: Sleep
+  sleep_time: 0.05
+  num_requests: 2
+workflows:
+  first:
+    uses: sleep1
+  second:
+    uses: sleep2
+    depend_on: [first]
+"""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # On PostgreSQL every database test needs the server: mark them so that a missing server skips
+    # locally and fails in CI (tests/conftest.py) instead of erroring on connect.
+    if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        for item in items:
+            if "django_db" in item.keywords or "db" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture
+def make_user(db: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    def make(username: str = "alice", staff: bool = False) -> Any:
+        return get_user_model().objects.create_user(
+            username=username, password="pw-" + username, is_staff=staff
+        )
+
+    return make
+
+
+@pytest.fixture
+def alice(make_user: Any) -> Any:
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user: Any) -> Any:
+    return make_user("bob")
+
+
+@pytest.fixture
+def make_workflow(db: Any) -> Any:
+    from cbweb.workflows.services import workflow_create
+
+    def make(owner: Any, name: str = "sleepy", yaml_text: str = SLEEP_YAML) -> Any:
+        return workflow_create(owner=owner, name=name, yaml_text=yaml_text)
+
+    return make
+
+
+@pytest.fixture
+def make_run(db: Any) -> Any:
+    """Queue a run (not executed: on_commit callbacks do not fire inside a test transaction)."""
+    from cbweb.runs.services import run_create
+    from cbweb.workflows.selectors import version_latest
+
+    def make(workflow: Any, user: Any, scheduler: str = "greedy", repeats: int = 1) -> Any:
+        runs = run_create(
+            version=version_latest(workflow=workflow), user=user, scheduler=scheduler, repeats=repeats
+        )
+        return runs[0] if repeats == 1 else runs
+
+    return make
+
+
+@pytest.fixture
+def api(alice: Any) -> Any:
+    """A DRF client authenticated with alice's token (as CI scripts are)."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    return client

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied
+
+from benchmarks.spec import WorkflowValidationError, load_yaml
+from cbweb.workflows.models import Workflow, WorkflowVersion
+from cbweb.workflows.selectors import version_latest, version_workflow, workflow_list
+from cbweb.workflows.services import workflow_create, workflow_delete, workflow_update
+
+TASK_LIST = """\
+content:
+  tasks:
+    - type: Sleep
+      sleep_time: 0.01
+    - type: Synthetic
+      steps: 2
+      depends_on: [Sleep]
+"""
+
+
+def test_create_stores_the_engines_canonical_spec_as_version_1(alice: Any) -> None:
+    from tests.cbweb.conftest import SLEEP_YAML
+
+    workflow = workflow_create(owner=alice, name="sleepy", yaml_text=SLEEP_YAML)
+    version = version_latest(workflow=workflow)
+    assert version.number == 1
+    assert version_workflow(version=version) == load_yaml(SLEEP_YAML, name="sleepy")
+    assert load_yaml(version.yaml) == load_yaml(SLEEP_YAML, name="sleepy")
+
+
+def test_task_list_dialect_is_normalised_and_named_after_the_record(alice: Any) -> None:
+    workflow = workflow_create(owner=alice, name="my content", yaml_text=TASK_LIST)
+    spec = version_latest(workflow=workflow).spec
+    assert spec["name"] == "my content"
+    assert spec["workflows"]["synthetic"]["depend_on"] == ["sleep"]
+
+
+def test_invalid_yaml_writes_nothing_and_reports_lines(alice: Any) -> None:
+    with pytest.raises(WorkflowValidationError) as info:
+        workflow_create(owner=alice, name="bad", yaml_text="a:\n  type: Sleep\n  sleep_tim: 1\n")
+    assert [(e.line, e.path) for e in info.value.errors] == [(3, "a.sleep_tim")]
+    assert not Workflow.objects.exists()
+
+
+def test_update_adds_a_version_and_keeps_the_old_one(alice: Any, make_workflow: Any) -> None:
+    workflow = make_workflow(alice)
+    v2 = workflow_update(workflow=workflow, user=alice, yaml_text="only:\n  type: Sleep\n  sleep_time: 0.2\n")
+    assert v2.number == 2
+    v1 = WorkflowVersion.objects.get(workflow=workflow, number=1)
+    assert set(v1.spec["workflows"]) == {"first", "second"}
+    assert set(v2.spec["workflows"]) == {"only"}
+
+
+def test_another_user_cannot_update_or_delete_but_staff_can(
+    alice: Any, bob: Any, make_user: Any, make_workflow: Any
+) -> None:
+    workflow = make_workflow(alice)
+    with pytest.raises(PermissionDenied):
+        workflow_update(workflow=workflow, user=bob, yaml_text="x:\n  type: Sleep\n")
+    with pytest.raises(PermissionDenied):
+        workflow_delete(workflow=workflow, user=bob)
+    staff = make_user("root", staff=True)
+    assert workflow_update(workflow=workflow, user=staff, yaml_text="x:\n  type: Sleep\n").number == 2
+
+
+def test_delete_is_refused_while_runs_point_at_the_workflow(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    workflow = make_workflow(alice)
+    make_run(workflow, alice)
+    with pytest.raises(ValueError, match="has runs"):
+        workflow_delete(workflow=workflow, user=alice)
+
+
+def test_list_annotates_latest_version_and_filters_by_name(alice: Any, make_workflow: Any) -> None:
+    make_workflow(alice, name="alpha")
+    beta = make_workflow(alice, name="beta")
+    workflow_update(workflow=beta, user=alice, yaml_text="x:\n  type: Sleep\n")
+    rows = {w.name: w.latest_version for w in workflow_list()}
+    assert rows == {"alpha": 1, "beta": 2}
+    assert [w.name for w in workflow_list(search="ALP")] == ["alpha"]

@@ -1,0 +1,138 @@
+"""The run task: claim the run, execute it with the engine, persist through cbweb services.
+
+Thin on purpose: the engine (``benchmarks.runner.run_workflow``) does the work, the run state
+machine (``cbweb.runs.services``) does the writes. ``run_execute`` is shared by the Celery task and
+the web app's local executor (no broker configured).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchmarks import clock
+from workers.celery import app
+
+log = logging.getLogger(__name__)
+
+# The run page polls every second: writing progress twice a second keeps it live without a write
+# per event (a chatbot emits one per token).
+PROGRESS_FLUSH_S = 0.5
+# Telemetry at 20 Hz gives 40 samples per metric in 2 s: each flush rewrites the open chunk of
+# every metric in one transaction, a dozen small writes, so the monitor's cost stays negligible.
+TELEMETRY_FLUSH_S = 2.0
+# The runner polls cancel() every 50 ms; reading the flag from the database every half second
+# still stops a run within the required seconds.
+CANCEL_POLL_S = 0.5
+
+
+class DatabaseSink:
+    """The runner's sink for a web run: folds events into progress and telemetry, writes in batches."""
+
+    def __init__(self, run_id: int, workflow: Any) -> None:
+        from cbweb.runs.progress import RunProgress
+        from cbweb.runs.telemetry import TelemetryBuffer
+
+        self.run_id = run_id
+        self.progress = RunProgress(workflow)
+        self.telemetry = TelemetryBuffer()
+        self.last_progress = self.last_telemetry = self.last_cancel_check = clock.now()
+        self.cancelled = False
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        if event.get("kind") == "telemetry":
+            self.telemetry.add_event(event)
+        self.progress.on_event(event)
+        self.tick()
+
+    def tick(self) -> None:
+        """Write what is due: progress every PROGRESS_FLUSH_S, telemetry every TELEMETRY_FLUSH_S."""
+        now = clock.now()
+        if self.progress.changed and now - self.last_progress >= PROGRESS_FLUSH_S:
+            self.flush_progress()
+        if now - self.last_telemetry >= TELEMETRY_FLUSH_S:
+            self.flush_telemetry()
+
+    def flush_progress(self) -> None:
+        from cbweb.runs.services import run_progress
+
+        run_progress(run_id=self.run_id, progress=self.progress.state)
+        self.progress.changed = False
+        self.last_progress = clock.now()
+
+    def flush_telemetry(self) -> None:
+        from cbweb.runs.services import run_store_telemetry
+
+        chunks = self.telemetry.take()
+        if chunks:
+            run_store_telemetry(run_id=self.run_id, chunks=chunks)
+        self.last_telemetry = clock.now()
+
+    def flush(self) -> None:
+        self.flush_progress()
+        self.flush_telemetry()
+
+    def cancel_requested(self) -> bool:
+        """The runner's cancel callable: reads the run's cancel flag (at most every CANCEL_POLL_S)."""
+        from cbweb.runs.selectors import run_cancel_requested
+
+        now = clock.now()
+        if not self.cancelled and now - self.last_cancel_check >= CANCEL_POLL_S:
+            self.cancelled = run_cancel_requested(run_id=self.run_id)
+            self.last_cancel_check = now
+        # The runner calls this every 50 ms even when no event arrives: pending progress goes out too.
+        self.tick()
+        return self.cancelled
+
+
+def run_execute(*, run_id: int, worker: str) -> str:
+    """Execute run ``run_id`` if this worker can claim it; return the run's final status (or 'skipped')."""
+    from django.conf import settings
+
+    from benchmarks.platform import fingerprint
+    from benchmarks.results import write_bundle
+    from benchmarks.runner import run_workflow
+    from cbweb.platforms.services import platform_register
+    from cbweb.runs import services
+    from cbweb.runs.models import Run
+
+    if not services.run_claim(run_id=run_id, worker=worker):
+        log.info("run %s: not claimed (already taken, cancelled or gone)", run_id)
+        return "skipped"
+    try:
+        run = Run.objects.select_related("workflow_version__workflow").get(pk=run_id)
+        from benchmarks.spec import from_dict
+
+        workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+        services.run_set_platform(run_id=run_id, platform=platform_register(fingerprint=fingerprint()))
+        out_dir = Path(settings.CB_RESULTS_DIR) / f"run-{run_id}"
+        sink = DatabaseSink(run_id, workflow)
+        result = run_workflow(
+            workflow,
+            scheduler=run.scheduler,
+            sink=sink,
+            cancel=sink.cancel_requested,
+            out_dir=out_dir,
+            time_limit_s=settings.CB_RUN_TIME_LIMIT_S,
+            repeat_index=run.repeat_index,
+        )
+        sink.flush()
+        write_bundle(result, out_dir)
+        return str(services.run_finish(run_id=run_id, result=result, bundle_dir=str(out_dir)).status)
+    except services.RunStateError as exc:
+        log.warning("run %s: %s", run_id, exc)
+        return "lost"
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        services.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+        return "failed"
+
+
+@app.task(name="workers.execute_run", acks_late=True, ignore_result=True)
+def execute_run(run_id: int) -> str:
+    """Celery task: execute one run by id (a duplicate delivery finds it claimed and does nothing)."""
+    return run_execute(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
