@@ -127,26 +127,42 @@ class MpsDaemon:
         }
 
     def start(self, ready_timeout_s: float = 10.0) -> None:
-        """Start the daemon (``-d``) and wait for its control pipe; raise SchedulerError on failure."""
+        """Start the daemon (``-d``) and wait for its control pipe; raise SchedulerError on failure.
+
+        A failed start leaves nothing behind: what was started is stopped and the directories removed.
+        """
+        try:
+            self._start(ready_timeout_s)
+        except BaseException:
+            self.stop(timeout_s=2.0)
+            raise
+
+    def _start(self, ready_timeout_s: float) -> None:
         # A short path: the pipe directory holds UNIX sockets, whose paths are limited to ~100 bytes.
         self.root = Path(tempfile.mkdtemp(prefix="cb-mps-"))
         for sub in ("pipe", "log"):
             (self.root / sub).mkdir()
+        # Output goes to a file, not a pipe: the daemon may keep the descriptors it inherited open,
+        # and reading a pipe to its end would then wait for the daemon to exit.
+        out_path = self.root / "log" / "start.out"
         try:
-            done = subprocess.run(
-                [self.binary, "-d"],
-                env={**os.environ, **self.env},
-                capture_output=True,
-                text=True,
-                timeout=self.command_timeout_s,
-                check=False,
-            )
+            with out_path.open("w") as out:
+                done = subprocess.run(
+                    [self.binary, "-d"],
+                    env={**os.environ, **self.env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.command_timeout_s,
+                    check=False,
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SchedulerError(f"partition: could not start the MPS control daemon: {exc}") from exc
         if done.returncode != 0:
+            said = out_path.read_text(errors="replace").strip()
             raise SchedulerError(
                 f"partition: the MPS control daemon failed to start (exit {done.returncode}): "
-                f"{(done.stderr or done.stdout).strip() or self.log_tail()}"
+                f"{said or self.log_tail() or '(no message)'}"
             )
         deadline = time.monotonic() + ready_timeout_s
         while not (self.root / "pipe" / "control").exists():
