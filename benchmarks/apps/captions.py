@@ -1,0 +1,318 @@
+"""LiveCaptions: a real-time audio stream transcribed chunk by chunk with faster-whisper.
+
+The driver plays each audio file as a live stream: it cuts the audio into ``chunk_s`` chunks and
+releases chunk i when its audio has been "spoken", at wall-clock pace from the start of the stream.
+Every chunk is one request record whose latency (``chunk``) runs from the end of the chunk's audio to
+the moment its transcript is emitted, so queueing counts: a model that falls behind sees its latency
+grow, as a user would.
+
+Transcription follows the local-agreement policy of streaming Whisper systems (whisper_streaming):
+each step transcribes the buffer (the audio since the last committed sentence end), and the new words
+on which two consecutive hypotheses agree are committed (emitted). The last chunk commits everything.
+Per chunk: ``chunk`` latency and ``rtf`` (processing time / chunk duration); per stream, on its last
+chunk: ``wer`` against the reference transcript when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, model_validator
+
+from benchmarks.apps.base import AppOptions, AppStopped, AppType, Driver, RequestRecord, _sleep_until
+from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.clock import now
+from benchmarks.models import check_model, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from benchmarks.spec import Application
+
+SAMPLE_RATE = 16_000
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3")
+
+
+class CaptionsOptions(AppOptions):
+    audio: str | list[str] | None = Field(
+        None, description="audio file(s) or a folder of them (WAV/FLAC); default: the shipped clips"
+    )
+    client_command_file: str | None = Field(None, description="the original's key for the audio file")
+    reference: str | None = Field(
+        None, description="reference transcript of a single audio file (default: <audio>.txt next to it)"
+    )
+    chunk_s: float = Field(2.0, gt=0, le=30, description="seconds of audio per chunk")
+    language: str | None = Field("en", description="spoken language, or null to detect it")
+    beam_size: int = Field(1, ge=1, le=10)
+    compute_type: str | None = Field(
+        None, description="CTranslate2 compute type (default int8 on CPU, float16 on GPU)"
+    )
+    max_buffer_s: float = Field(
+        12.0, gt=0, le=30, description="uncommitted audio kept before forcing a commit"
+    )
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+
+    @model_validator(mode="after")
+    def _one_audio_key(self) -> CaptionsOptions:
+        if self.audio is not None and self.client_command_file is not None:
+            raise ValueError("give the audio either as 'audio' or as 'client_command_file', not both")
+        return self
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One audio stream and its reference transcript (when there is one)."""
+
+    path: Path
+    reference: Path | None
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: float
+    end: float
+
+
+def clips_of(unit: Application) -> list[Clip]:
+    """Return the unit's audio streams: ``audio``/``client_command_file``/``dataset``, or the shipped clips.
+
+    Raises ValueError naming a missing file or a folder without audio.
+    """
+    opts: Any = unit.options
+    given = opts.audio if opts.audio is not None else opts.client_command_file or unit.dataset
+    if given is None:
+        items: list[str] = [str(DATA_DIR / "audio")]
+    else:
+        items = [given] if isinstance(given, str) else list(given)
+    paths: list[Path] = []
+    for item in items:
+        path = Path(item).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+            if not found:
+                raise ValueError(f"audio folder {path} holds no {'/'.join(AUDIO_SUFFIXES)} files")
+            paths += found
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise ValueError(f"audio file {path} does not exist")
+    if opts.reference is not None:
+        if len(paths) != 1:
+            raise ValueError(
+                f"'reference' names one transcript but there are {len(paths)} audio files; put "
+                "each transcript next to its audio as <name>.txt instead"
+            )
+        ref = Path(opts.reference).expanduser()
+        if not ref.is_file():
+            raise ValueError(f"reference transcript {ref} does not exist")
+        return [Clip(paths[0], ref)]
+    return [Clip(p, p.with_suffix(".txt") if p.with_suffix(".txt").is_file() else None) for p in paths]
+
+
+def check(unit: Application) -> list[str]:
+    """Return the problems that stop this unit here: the model, the audio files and transcripts."""
+    problems = check_model(unit.model, ("ctranslate2",), "LiveCaptions", unit.device)
+    try:
+        clips = clips_of(unit)
+    except ValueError as exc:
+        return [*problems, str(exc)]
+    import soundfile
+
+    for clip in clips:
+        try:
+            info = soundfile.info(str(clip.path))
+            if info.frames == 0:
+                problems.append(f"audio file {clip.path} holds no samples")
+        except Exception as exc:
+            problems.append(f"audio file {clip.path} is not readable audio (WAV or FLAC expected): {exc}")
+        if clip.reference is not None:
+            try:
+                clip.reference.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(f"reference transcript {clip.reference} cannot be read: {exc}")
+    return problems
+
+
+_PUNCT = re.compile(r"[^\w\s']")
+
+
+def normalize(text: str) -> str:
+    """Return text lower-cased with punctuation removed and spaces collapsed (for WER and agreement)."""
+    return " ".join(_PUNCT.sub(" ", text.lower()).split())
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Return the word error rate of ``hypothesis`` against ``reference`` after normalisation."""
+    import jiwer
+
+    ref = normalize(reference)
+    if not ref:
+        raise ValueError("the reference transcript is empty")
+    return float(jiwer.wer(ref, normalize(hypothesis)))
+
+
+def agreed_prefix(previous: list[Word], current: list[Word]) -> int:
+    """Return how many leading words two consecutive hypotheses share (the local-agreement rule)."""
+    n = 0
+    for a, b in zip(previous, current, strict=False):
+        if normalize(a.text) != normalize(b.text):
+            break
+        n += 1
+    return n
+
+
+class CaptionsDriver(Driver):
+    def load(self) -> dict[str, Any]:
+        from faster_whisper import WhisperModel
+
+        from benchmarks.apps.textgen import default_threads
+
+        opts = self.options
+        self.clips = clips_of(self.unit)
+        model = resolve(self.unit.model or "", ("ctranslate2",), "LiveCaptions")
+        gpu = self.ctx.device == "gpu"
+        compute_type = opts.compute_type or ("float16" if gpu else "int8")
+        threads = opts.n_threads or default_threads()
+        self.model: Any = WhisperModel(
+            str(model.path or model.hub_id),
+            device="cuda" if gpu else "cpu",
+            compute_type=compute_type,
+            cpu_threads=threads,
+        )
+        self.audio = {clip.path: self._decode(clip.path) for clip in self.clips}
+        return {
+            **model.record(),
+            "backend": "faster_whisper",
+            "compute_type": compute_type,
+            "threads": threads,
+            "audio": [str(c.path) for c in self.clips],
+        }
+
+    @staticmethod
+    def _decode(path: Path) -> np.ndarray:
+        from faster_whisper import decode_audio
+
+        try:
+            samples: np.ndarray = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+        except Exception as exc:
+            raise ValueError(f"audio file {path} cannot be decoded: {exc}") from None
+        if samples.size == 0:
+            raise ValueError(f"audio file {path} holds no samples")
+        return samples
+
+    def run(self) -> None:
+        unit = self.unit
+        index = 0
+        for stream in range(unit.warmup_requests + unit.num_requests):
+            clip = self.clips[stream % len(self.clips)]
+            index = self._stream(stream, clip, index, warmup=stream < unit.warmup_requests)
+
+    def _stream(self, stream: int, clip: Clip, index: int, warmup: bool) -> int:
+        """Play one clip as a live stream; report one record per chunk; return the next record index."""
+        opts = self.options
+        audio = self.audio[clip.path]
+        duration = audio.size / SAMPLE_RATE
+        n_chunks = max(1, -(-audio.size // round(opts.chunk_s * SAMPLE_RATE)))
+        committed: list[Word] = []
+        pending: list[Word] = []
+        buffer_start = 0.0
+        t0 = now()
+        for k in range(n_chunks):
+            chunk_end = min((k + 1) * opts.chunk_s, duration)
+            final = k == n_chunks - 1
+            due = t0 + chunk_end
+            _sleep_until(due, self.ctx.stop_requested)
+            self.ctx.emit("request_start", index=index, arrival=due)
+            record = RequestRecord(index=index, arrival=due, start=now(), warmup=warmup)
+            try:
+                with self.ctx.gpu_step("audio_chunk"):
+                    started = now()
+                    words = self._transcribe(audio, buffer_start, chunk_end, committed)
+                    busy = now() - started
+            except AppStopped:
+                record.end, record.status = now(), "interrupted"
+                self.ctx.send_record(record)
+                raise
+            agreed = len(words) if final else agreed_prefix(pending, words)
+            new, pending = words[:agreed], words[agreed:]
+            committed += new
+            # The buffer restarts at a sentence end (Whisper transcribes whole sentences best), or after
+            # the last committed word once it holds more than max_buffer_s.
+            if new and (new[-1].text.strip()[-1:] in ".?!" or chunk_end - buffer_start > opts.max_buffer_s):
+                buffer_start = new[-1].end
+            record.end = now()
+            record.metrics.update(chunk=record.end - due, rtf=busy / max(chunk_end - k * opts.chunk_s, 1e-6))
+            record.info.update(
+                stream=stream,
+                clip=clip.path.name,
+                chunk=k,
+                audio_end_s=round(chunk_end, 3),
+                text="".join(w.text for w in new).strip(),
+            )
+            if final:
+                self._finish_stream(record, clip, committed)
+            self.ctx.send_record(record)
+            index += 1
+        return index
+
+    def _transcribe(self, audio: np.ndarray, start: float, end: float, committed: list[Word]) -> list[Word]:
+        """Return the words heard in ``audio[start:end]`` after the committed ones, with times in the clip."""
+        opts = self.options
+        window = audio[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+        if window.size < SAMPLE_RATE // 10:
+            return []
+        # The committed text before the buffer as prompt keeps spelling and casing consistent.
+        prompt = "".join(w.text for w in committed if w.end <= start)[-200:].strip() or None
+        segments, _ = self.model.transcribe(
+            window,
+            language=opts.language,
+            beam_size=opts.beam_size,
+            word_timestamps=True,
+            initial_prompt=prompt,
+            condition_on_previous_text=False,
+            vad_filter=False,
+        )
+        heard = [
+            Word(w.word, start + float(w.start), start + float(w.end))
+            for s in segments
+            for w in s.words or []
+        ]
+        last_end = committed[-1].end if committed else 0.0
+        # The buffer may still hold committed words: drop those by time, then by a repeated n-gram.
+        words = [w for w in heard if w.start > last_end - 0.1 and normalize(w.text)]
+        tail = [normalize(w.text) for w in committed[-5:]]
+        for n in range(min(len(tail), len(words)), 0, -1):
+            if tail[-n:] == [normalize(w.text) for w in words[:n]]:
+                return words[n:]
+        return words
+
+    def _finish_stream(self, record: RequestRecord, clip: Clip, committed: list[Word]) -> None:
+        transcript = "".join(w.text for w in committed).strip()
+        record.info["transcript"] = transcript
+        if clip.reference is not None:
+            reference = clip.reference.read_text(encoding="utf-8")
+            record.metrics["wer"] = word_error_rate(reference, transcript)
+            record.info["reference"] = reference.strip()
+
+    def close(self) -> None:
+        self.model = None
+
+
+APP = AppType(
+    name="LiveCaptions",
+    aliases=("live_captions", "livecaptions", "LiveCaptionsApplication"),
+    options=CaptionsOptions,
+    slo_metrics=("chunk",),
+    default_slo=("chunk<=2s",),
+    default_priority="high",
+    default_num_requests=1,
+    driver="benchmarks.apps.captions:CaptionsDriver",
+    default_model="whisper-tiny.en",
+    needs_model=True,
+    description="A live audio stream cut into chunks at wall-clock pace, transcribed by faster-whisper.",
+    check=check,
+)

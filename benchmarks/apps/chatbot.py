@@ -1,0 +1,140 @@
+"""Chatbot: streamed chat turns on a local LLM (llama-cpp-python, or transformers).
+
+Each request is one chat turn from the prompt set, streamed token by token through the scheduler gate.
+Recorded per request: TTFT (arrival to the first non-empty token), TPOT (decode time / (tokens - 1)),
+e2e, the inter-token latencies (series ``itl``) and the exact token counts in and out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
+from benchmarks.apps.datasets import input_path, read_jsonl
+from benchmarks.apps.textgen import load_generator, model_formats
+from benchmarks.models import check_model, resolve
+
+if TYPE_CHECKING:
+    from benchmarks.apps.textgen import Generator
+    from benchmarks.spec import Application
+
+ROLES = ("system", "user", "assistant")
+
+
+class ChatbotOptions(AppOptions):
+    backend: Literal["llama_cpp", "transformers"] = Field(
+        "llama_cpp", description="llama_cpp (GGUF) or transformers (folder, hub id or GGUF)"
+    )
+    max_tokens: int = Field(128, ge=1, description="most tokens generated per reply")
+    n_ctx: int = Field(2048, ge=64, description="context window (llama_cpp)")
+    temperature: float = Field(0.7, ge=0, description="sampling temperature; 0 is greedy")
+    prompts: str | None = Field(
+        None, description="JSONL of {messages: [...]} or {prompt: ...}; default: shipped"
+    )
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+
+
+def load_prompts(path: Path) -> list[list[dict[str, str]]]:
+    """Return the chat turns of a prompts file; raise ValueError naming the file and entry of a bad one."""
+    turns: list[list[dict[str, str]]] = []
+    for n, row in enumerate(read_jsonl(path, "prompts"), start=1):
+        if "messages" in row:
+            messages = row["messages"]
+            ok = (
+                isinstance(messages, list)
+                and messages
+                and all(
+                    isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str)
+                    for m in messages
+                )
+            )
+            if not ok:
+                raise ValueError(
+                    f"prompts file {path}, entry {n}: 'messages' must be a non-empty list of "
+                    f"{{role: {'|'.join(ROLES)}, content: text}}"
+                )
+            turns.append([{"role": m["role"], "content": m["content"]} for m in messages])
+        elif isinstance(row.get("prompt"), str) and row["prompt"].strip():
+            turn = [{"role": "user", "content": row["prompt"]}]
+            if isinstance(row.get("system"), str):
+                turn.insert(0, {"role": "system", "content": row["system"]})
+            turns.append(turn)
+        else:
+            raise ValueError(f"prompts file {path}, entry {n}: needs 'messages' (a chat) or 'prompt' (text)")
+    return turns
+
+
+def prompts_path(unit: Application) -> Path:
+    """Return the unit's prompts file: ``prompts:``, else ``dataset:``, else the shipped set."""
+    opts: Any = unit.options
+    return input_path(opts.prompts or unit.dataset, "prompts.jsonl")
+
+
+def check(unit: Application) -> list[str]:
+    """Return the problems that stop this unit here: its model and its prompts file."""
+    opts: Any = unit.options
+    problems = check_model(unit.model, model_formats(opts.backend), "Chatbot", unit.device)
+    try:
+        load_prompts(prompts_path(unit))
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+class ChatbotDriver(Driver):
+    def load(self) -> dict[str, Any]:
+        opts = self.options
+        self.turns = load_prompts(prompts_path(self.unit))
+        model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
+        self.gen: Generator | None = load_generator(
+            model,
+            backend=opts.backend,
+            n_ctx=opts.n_ctx,
+            device=self.ctx.device,
+            seed=self.ctx.seed,
+            n_threads=opts.n_threads,
+        )
+        return {**model.record(), **self.gen.describe(), "prompts": str(prompts_path(self.unit))}
+
+    def payloads(self) -> list[list[dict[str, str]]]:
+        return self.turns
+
+    def run_request(self, record: RequestRecord, payload: Any) -> None:
+        assert self.gen is not None
+        opts = self.options
+        reply = self.gen.generate(
+            payload,
+            max_tokens=opts.max_tokens,
+            temperature=opts.temperature,
+            seed=self.ctx.seed + record.index,
+            step=self.ctx.gpu_step,
+        )
+        metrics, series = reply.latency_metrics(record.arrival)
+        record.metrics.update(metrics)
+        record.series.update(series)
+        record.info.update(finish_reason=reply.finish_reason, reply=reply.text)
+
+    def close(self) -> None:
+        gen = getattr(self, "gen", None)
+        if gen is not None:
+            gen.close()
+            self.gen = None
+
+
+APP = AppType(
+    name="Chatbot",
+    aliases=("chatbot", "ChatbotApplication"),
+    options=ChatbotOptions,
+    slo_metrics=("ttft", "tpot", "e2e"),
+    default_slo=("ttft<=1s", "tpot<=0.25s"),
+    default_priority="high",
+    default_num_requests=5,
+    driver="benchmarks.apps.chatbot:ChatbotDriver",
+    default_model="smollm2-135m",
+    needs_model=True,
+    description="Streamed chat turns on a local LLM (llama.cpp GGUF or transformers); TTFT, TPOT, ITL.",
+    check=check,
+)

@@ -1,0 +1,314 @@
+"""Token-by-token chat generation for the applications that run a local LLM (Chatbot, DeepResearch).
+
+Both backends stream one token per gated step, so the scheduler sees every decode step and the token
+counts are exact (a token is one ``generate`` step, not a detokenised text chunk):
+
+- ``llama_cpp`` (default): llama-cpp-python on a GGUF file; the prompt is formatted with the chat
+  template stored in the GGUF (the path ``create_chat_completion`` takes), and each request starts from
+  an empty KV cache so that TTFT measures a full prefill, never a cache hit;
+- ``transformers``: a causal LM folder, hub id or GGUF file (dequantised by transformers) with a
+  hand-written decode loop over the KV cache.
+
+Heavy libraries are imported inside the constructors: this module is imported by the application
+modules, which the spec imports to validate keys.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.clock import now
+from benchmarks.models import ResolvedModel
+
+Messages = Sequence[dict[str, str]]
+StepGate = Callable[[str], AbstractContextManager[None]]
+
+
+class PromptTooLong(ValueError):
+    """The prompt plus the tokens to generate do not fit the context window."""
+
+
+@dataclass
+class Generation:
+    """One streamed reply: its text, token counts and when each token became available."""
+
+    text: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    started: float = 0.0
+    token_times: list[float] = field(default_factory=list)
+    first_text_time: float | None = None
+    finish_reason: str = "length"
+
+    def latency_metrics(self, arrival: float) -> tuple[dict[str, float], dict[str, list[float]]]:
+        """Return (metrics, series): TTFT from ``arrival`` to the first non-empty token, TPOT, ITL series.
+
+        TPOT is decode time / (tokens - 1): the time from the first to the last token over the gaps.
+        """
+        metrics: dict[str, float] = {"tokens_in": float(self.tokens_in), "tokens_out": float(self.tokens_out)}
+        series: dict[str, list[float]] = {}
+        if self.first_text_time is not None:
+            metrics["ttft"] = self.first_text_time - arrival
+        times = self.token_times
+        if len(times) > 1:
+            metrics["tpot"] = (times[-1] - times[0]) / (len(times) - 1)
+            series["itl"] = [b - a for a, b in itertools.pairwise(times)]
+        return metrics, series
+
+
+def default_threads() -> int:
+    """Return the CPU threads a backend uses unless told otherwise: every core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class LlamaCppGenerator:
+    """llama-cpp-python on a GGUF file; ``device`` gpu offloads every layer, cpu none."""
+
+    backend = "llama_cpp"
+
+    def __init__(
+        self, model: ResolvedModel, *, n_ctx: int, device: str, seed: int, n_threads: int | None
+    ) -> None:
+        import llama_cpp
+        from llama_cpp import Llama, llama_chat_format
+
+        if model.path is None:
+            raise ValueError(
+                f"the llama_cpp backend needs a local GGUF file; model '{model.requested}' is not one"
+            )
+        self._llama_cpp = llama_cpp
+        self.threads = n_threads or default_threads()
+        self.llm = Llama(
+            model_path=str(model.path),
+            n_ctx=n_ctx,
+            n_gpu_layers=-1 if device == "gpu" else 0,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            seed=seed,
+            verbose=False,
+        )
+        self.n_ctx = n_ctx
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        self.formatter = None
+        if template:
+            vocab = self.llm._model
+            self.formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=vocab.token_get_text(self.llm.token_eos()),
+                bos_token=vocab.token_get_text(self.llm.token_bos()),
+                stop_token_ids=[self.llm.token_eos()],
+            )
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result records about the loaded backend."""
+        return {
+            "backend": self.backend,
+            "n_ctx": self.n_ctx,
+            "threads": self.threads,
+            "chat_template": self.formatter is not None,
+        }
+
+    def prompt_tokens(self, messages: Messages) -> list[int]:
+        """Return the chat prompt's token ids, formatted with the model's own template."""
+        if self.formatter is not None:
+            result = self.formatter(messages=list(messages))  # type: ignore[arg-type]
+            text, add_bos = result.prompt, not result.added_special
+        else:
+            text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
+            add_bos = True
+        tokens: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        return tokens
+
+    def count_tokens(self, text: str) -> int:
+        """Return how many tokens a piece of text takes (no special tokens)."""
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def generate(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        step: StepGate,
+        grammar: str | None = None,
+    ) -> Generation:
+        """Stream a reply one gated token at a time; return the text, counts and token times."""
+        llm = self.llm
+        prompt = self.prompt_tokens(messages)
+        if len(prompt) + max_tokens > self.n_ctx:
+            raise PromptTooLong(
+                f"the prompt has {len(prompt)} tokens; with max_tokens {max_tokens} it exceeds "
+                f"n_ctx {self.n_ctx}"
+            )
+        compiled = None
+        if grammar is not None:
+            from llama_cpp import LlamaGrammar
+
+            compiled = LlamaGrammar.from_string(grammar, verbose=False)
+        out = Generation(tokens_in=len(prompt), started=now())
+        # An empty KV cache per request: a prefix hit would make TTFT measure nothing.
+        llm.reset()
+        llm.set_seed(seed)
+        stream = llm.generate(
+            prompt, temp=temperature, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, grammar=compiled
+        )
+        tokens: list[int] = []
+        text_bytes = 0
+        vocab = llm._model.vocab
+        try:
+            while len(tokens) < max_tokens:
+                with step("prefill" if not tokens else "decode"):
+                    token = next(stream, None)
+                if token is None or self._llama_cpp.llama_vocab_is_eog(vocab, token):
+                    out.finish_reason = "stop"
+                    break
+                tokens.append(token)
+                t = now()
+                out.token_times.append(t)
+                text_bytes += len(llm.detokenize([token]))
+                if out.first_text_time is None and text_bytes > 0:
+                    out.first_text_time = t
+        finally:
+            stream.close()
+        out.tokens_out = len(tokens)
+        out.text = llm.detokenize(tokens).decode("utf-8", errors="replace")
+        return out
+
+    def close(self) -> None:
+        """Free the model (llama.cpp holds native memory until the object is closed)."""
+        self.llm.close()
+
+
+class TransformersGenerator:
+    """A transformers causal LM with a greedy or sampled decode loop over its KV cache."""
+
+    backend = "transformers"
+
+    def __init__(self, model: ResolvedModel, *, device: str, seed: int, n_threads: int | None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.torch = torch
+        self.threads = n_threads or default_threads()
+        torch.set_num_threads(self.threads)
+        self.device = "cuda" if device == "gpu" else "cpu"
+        kwargs: dict[str, Any] = {}
+        if model.hub_id is not None:
+            where = model.hub_id
+        elif model.path is not None and model.path.is_file():
+            # A GGUF file: transformers dequantises it into a regular model.
+            where, kwargs["gguf_file"] = str(model.path.parent), model.path.name
+        else:
+            where = str(model.path)
+        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **kwargs)
+        loaded: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
+        self.model: Any = loaded.to(self.device).eval()
+        self.seed = seed
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result records about the loaded backend."""
+        return {
+            "backend": self.backend,
+            "device": self.device,
+            "threads": self.threads,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
+        }
+
+    def prompt_tokens(self, messages: Messages) -> list[int]:
+        """Return the chat prompt's token ids (the tokenizer's chat template, or a plain transcript)."""
+        if self.tokenizer.chat_template:
+            ids = self.tokenizer.apply_chat_template(
+                list(messages), add_generation_prompt=True, tokenize=True
+            )
+            if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+                ids = ids["input_ids"]
+            return [int(i) for i in ids]
+        text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
+        return [int(i) for i in self.tokenizer(text)["input_ids"]]
+
+    def generate(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        step: StepGate,
+        grammar: str | None = None,
+    ) -> Generation:
+        """Stream a reply one gated token at a time; return the text, counts and token times."""
+        if grammar is not None:
+            raise ValueError("the transformers backend has no grammar-constrained decoding; use llama_cpp")
+        torch = self.torch
+        prompt = self.prompt_tokens(messages)
+        out = Generation(tokens_in=len(prompt), started=now())
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        eos = self._eos_ids()
+        tokens: list[int] = []
+        past = None
+        inputs = torch.tensor([prompt], device=self.device)
+        with torch.inference_mode():
+            while len(tokens) < max_tokens:
+                with step("prefill" if not tokens else "decode"):
+                    result = self.model(input_ids=inputs, past_key_values=past, use_cache=True)
+                    logits = result.logits[0, -1].float().cpu()
+                    token = self._pick(logits, temperature, gen)
+                past = result.past_key_values
+                if token in eos:
+                    out.finish_reason = "stop"
+                    break
+                tokens.append(token)
+                t = now()
+                out.token_times.append(t)
+                if out.first_text_time is None and self.tokenizer.decode(tokens, skip_special_tokens=True):
+                    out.first_text_time = t
+                inputs = torch.tensor([[token]], device=self.device)
+        out.tokens_out = len(tokens)
+        out.text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return out
+
+    def _eos_ids(self) -> set[int]:
+        ids = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        found = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            found.add(int(self.tokenizer.eos_token_id))
+        return found
+
+    def _pick(self, logits: Any, temperature: float, gen: Any) -> int:
+        torch = self.torch
+        if temperature <= 0:
+            return int(torch.argmax(logits))
+        top = torch.topk(logits / temperature, k=min(40, logits.shape[-1]))
+        probs = torch.softmax(top.values, dim=-1)
+        return int(top.indices[torch.multinomial(probs, 1, generator=gen)])
+
+    def close(self) -> None:
+        """Drop the model so its memory is returned before the process exits."""
+        del self.model
+
+
+Generator = LlamaCppGenerator | TransformersGenerator
+
+
+def load_generator(
+    model: ResolvedModel, *, backend: str, n_ctx: int, device: str, seed: int, n_threads: int | None
+) -> Generator:
+    """Return a loaded generator for ``backend`` (llama_cpp or transformers)."""
+    if backend == "llama_cpp":
+        return LlamaCppGenerator(model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads)
+    return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)
+
+
+def model_formats(backend: str) -> tuple[Any, ...]:
+    """Return the model formats a backend loads (for ``benchmarks.models.resolve``)."""
+    return ("gguf",) if backend == "llama_cpp" else ("transformers", "gguf")

