@@ -193,7 +193,17 @@ command = sys.stdin.read().split()
 if command == ["get_server_list"]:
     print("4242")
 elif command[:1] == ["get_client_list"] and command[1:] == ["4242"]:
-    print("\\n".join(os.environ.get("FAKE_MPS_CLIENTS", "").split(",")))
+    clients = os.environ.get("FAKE_MPS_CLIENTS", "").split(",")
+    parent = os.environ.get("FAKE_MPS_CLIENTS_OF")  # every child process of this pid is a client
+    if parent:
+        for entry in os.listdir("/proc"):
+            try:
+                stat = open("/proc/" + entry + "/stat").read() if entry.isdigit() else ")"
+                if stat.split(")")[-1].split()[1:2] == [parent]:
+                    clients.append(entry)
+            except OSError:
+                pass
+    print("\\n".join(clients))
 elif command == ["quit"]:
     open(os.path.join(pipe, "quit"), "w").close()
 else:
@@ -205,7 +215,7 @@ else:
 def fake_mps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     binary = tmp_path / "bin" / "nvidia-cuda-mps-control"
     binary.parent.mkdir()
-    binary.write_text(FAKE_CONTROL.format(python=sys.executable))
+    binary.write_text(FAKE_CONTROL.replace("{python}", sys.executable))
     binary.chmod(0o755)
     monkeypatch.setenv("PATH", f"{binary.parent}{os.pathsep}{os.environ['PATH']}")
     return binary
@@ -266,6 +276,11 @@ def test_a_daemon_that_never_opens_its_pipe_fails_the_start_and_is_cleaned_up(
     ]
 
 
+def _fake_daemons_of(binary: Path) -> list[int]:
+    """Return the live stand-in daemons started from ``binary``."""
+    return [p for p in _fake_daemons() if str(binary).encode() in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
 def _fake_daemons() -> list[int]:
     """Return the live stand-in daemons (``--serve``) on this machine."""
     pids = []
@@ -287,3 +302,28 @@ def test_a_daemon_that_fails_to_start_reports_what_it_said(fake_mps: Path, monke
     finally:
         daemon.stop()
     assert daemon.root is None
+
+
+def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_daemon(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The one mock: a GPU that this machine does not have. Processes, daemon and checks are real.
+    fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
+    monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.gpus", lambda: fake_gpu)
+    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
+    wf = load_yaml(
+        "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, mps: 60}\n"
+        "b: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1}\n"
+        "workflows:\n  x: {uses: a}\n  y: {uses: b}\n",
+        name="t",
+    )
+    scheduler = PartitionScheduler(memory_limit="4G")
+    result = run_workflow(wf, scheduler=scheduler)
+    assert [n["status"] for n in result["nodes"]] == ["succeeded", "succeeded"]
+    described = result["scheduler"]
+    assert described["shares_percent"] == {"x": 60, "y": 40}
+    assert described["memory_limit"] == "4G"
+    assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
+    assert described["mps_servers"] == [4242]
+    assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
