@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchmarks.metrics import percentile
 from benchmarks.spec import SLO
@@ -169,28 +169,44 @@ def is_active(table: CreditTable, slot: int, t: float, params: CreditParams) -> 
     )
 
 
-def _others(table: CreditTable, slot: int) -> list[int]:
-    """Return the other enabled slots on the same device as ``slot``."""
-    device = table.get(slot, DEVICE)
-    return [
-        j
-        for j in range(table.slots)
-        if j != slot and table.get(j, ENABLED) and table.get(j, DEVICE) == device
-    ]
+class Outlook(NamedTuple):
+    """What the other applications on the slot's device mean for it at one instant."""
+
+    threat: float  # highest pressure holding the slot back (see ``threat``)
+    pressured_peer_or_higher: bool  # an active app of the same or a more urgent class is pressured
+    pressured_any: bool  # any other active app is pressured
+    urgent_waiting: bool  # a pressured app of a more urgent class is waiting at its gate
+
+
+def outlook(table: CreditTable, slot: int, t: float, params: CreditParams) -> Outlook:
+    """Return the slot's ``Outlook``: one pass over the table, since this runs at every step."""
+    cells, theta = table.cells, params.pressure_threshold
+    base = slot * FIELDS
+    device, cls, own = cells[base + DEVICE], cells[base + CLASS], cells[base + PRESSURE]
+    worst, peer_or_higher, anyone, urgent = 0.0, False, False, False
+    for j in range(table.slots):
+        b = j * FIELDS
+        if j == slot or not cells[b + ENABLED] or cells[b + DEVICE] != device:
+            continue
+        p, cj, waiting = cells[b + PRESSURE], cells[b + CLASS], cells[b + WAITING]
+        active = waiting > 0 or cells[b + RUNNING] > 0 or t - cells[b + LAST_RELEASE] < params.linger_s
+        if not active:
+            continue
+        if cj < cls or (cj == cls and p > own + params.peer_margin):
+            worst = max(worst, p)
+        if p > theta:
+            anyone = True
+            if cj <= cls:
+                peer_or_higher = True
+            if cj < cls and waiting > 0:
+                urgent = True
+    return Outlook(worst, peer_or_higher, anyone, urgent)
 
 
 def threat(table: CreditTable, slot: int, t: float, params: CreditParams) -> float:
     """Return the highest pressure that holds ``slot`` back: from active applications of a more urgent
     class, and from active peers of its own class that are more pressured by at least ``peer_margin``."""
-    cls, own = table.get(slot, CLASS), table.get(slot, PRESSURE)
-    worst = 0.0
-    for j in _others(table, slot):
-        if not is_active(table, j, t, params):
-            continue
-        p, cj = table.get(j, PRESSURE), table.get(j, CLASS)
-        if cj < cls or (cj == cls and p > own + params.peer_margin):
-            worst = max(worst, p)
-    return worst
+    return outlook(table, slot, t, params).threat
 
 
 def throttle(threat_value: float, floor: float, params: CreditParams) -> float:
@@ -203,46 +219,27 @@ def throttle(threat_value: float, floor: float, params: CreditParams) -> float:
     return 1.0 - (1.0 - floor) * fall
 
 
-def refill(table: CreditTable, slot: int, t: float, params: CreditParams) -> float:
-    """Refill the slot's credit up to ``t`` at its current throttle; return the throttle."""
+def refill(
+    table: CreditTable, slot: int, t: float, params: CreditParams, seen: Outlook | None = None
+) -> float:
+    """Refill the slot's credit up to ``t`` at its current rate; return the rate (GPU s per s).
+
+    HIGH refills at 1, MEDIUM at ``throttle(threat)`` and LOW at 1, or 0 while another active
+    application is pressured.
+    """
+    seen = seen or outlook(table, slot, t, params)
     cls = table.get(slot, CLASS)
     if cls == Priority.HIGH:
         rate = 1.0
     elif cls == Priority.MEDIUM:
-        rate = throttle(threat(table, slot, t, params), params.medium_floor, params)
+        rate = throttle(seen.threat, params.medium_floor, params)
     else:
-        rate = 0.0 if low_blocked(table, slot, t, params) else 1.0
+        rate = 0.0 if seen.pressured_any else 1.0
     elapsed = max(0.0, t - table.get(slot, BUCKET_T))
     table.set(slot, BUCKET, min(params.burst_s, table.get(slot, BUCKET) + rate * elapsed))
     table.set(slot, BUCKET_T, t)
     table.set(slot, THROTTLE, rate)
     return rate
-
-
-def low_blocked(table: CreditTable, slot: int, t: float, params: CreditParams) -> bool:
-    """Return whether any other active application is pressured (LOW runs only on unused credit)."""
-    return _pressured_active(table, slot, t, params, max_class=Priority.LOW)
-
-
-def _pressured_active(table: CreditTable, slot: int, t: float, params: CreditParams, max_class: int) -> bool:
-    """Return whether another active application of class <= ``max_class`` is above the threshold."""
-    for j in _others(table, slot):
-        if table.get(j, CLASS) > max_class:
-            continue
-        if table.get(j, PRESSURE) > params.pressure_threshold and is_active(table, j, t, params):
-            return True
-    return False
-
-
-def _urgent_waiting(table: CreditTable, slot: int, params: CreditParams) -> bool:
-    """Return whether a pressured application of a more urgent class is waiting at its gate."""
-    cls = table.get(slot, CLASS)
-    for j in _others(table, slot):
-        if table.get(j, CLASS) >= cls:
-            continue
-        if table.get(j, WAITING) > 0 and table.get(j, PRESSURE) > params.pressure_threshold:
-            return True
-    return False
 
 
 def decide(table: CreditTable, slot: int, t: float, waited_s: float, params: CreditParams) -> Grant:
@@ -253,17 +250,19 @@ def decide(table: CreditTable, slot: int, t: float, waited_s: float, params: Cre
     more urgent application is waiting; otherwise credit is lent when no pressured application of
     the same or a more urgent class is active; after ``max_wait_s`` the step runs anyway.
     """
-    refill(table, slot, t, params)
     cls = table.get(slot, CLASS)
     if cls == Priority.HIGH:
+        refill(table, slot, t, params, Outlook(0.0, False, False, False))
         return Grant.RESERVED
+    seen = outlook(table, slot, t, params)
+    refill(table, slot, t, params, seen)
     if cls == Priority.LOW:
-        if not low_blocked(table, slot, t, params):
+        if not seen.pressured_any:
             return Grant.LENT
     else:
-        if table.get(slot, BUCKET) > 0 and not _urgent_waiting(table, slot, params):
+        if table.get(slot, BUCKET) > 0 and not seen.urgent_waiting:
             return Grant.CREDIT
-        if not _pressured_active(table, slot, t, params, max_class=int(cls)):
+        if not seen.pressured_peer_or_higher:
             return Grant.LENT
     if waited_s >= params.max_wait_s:
         return Grant.FORCED
