@@ -44,6 +44,7 @@ class SamplerStats:
     duration_s: float = 0.0
     cpu_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    source_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the stats as a JSON-ready dict."""
@@ -100,6 +101,7 @@ class Sampler:
         t = now - self.t0
         self.apps.refresh(now)
         for src in list(self._open):
+            began = time.perf_counter()
             try:
                 rows = src.sample(t, self.apps)
             except SourceUnavailable as exc:
@@ -113,6 +115,9 @@ class Sampler:
                         src, f"failed {MAX_CONSECUTIVE_ERRORS} samples in a row: {type(exc).__name__}: {exc}"
                     )
                 continue
+            finally:
+                spent = time.perf_counter() - began
+                self.stats.source_s[src.name] = self.stats.source_s.get(src.name, 0.0) + spent
             self._failures[src.name] = 0
             self._pending[src.name].extend(rows)
         self.stats.ticks += 1

@@ -11,6 +11,7 @@ are the application's own processes.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -18,13 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from benchmarks.metrics import counted
-
 # The series the summaries read, per source; the rest only goes to the CSV files (and the sink).
 KEPT: dict[str, tuple[str, ...]] = {
-    "gpm": ("sm_activity_pct", "sm_occupancy_pct"),
+    "gpm": ("sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct", "dram_bw_util_pct"),
     "dcgm": ("sm_activity_pct", "sm_occupancy_pct"),
-    "nvml": ("util_gpu_pct", "energy_j", "mem_used_bytes", "gpu_mem_bytes"),
+    "nvml": ("util_gpu_pct", "energy_j", "power_w", "mem_used_bytes", "gpu_mem_bytes"),
     "rapl": ("energy_j",),
     "psutil": ("cpu_percent", "rss_bytes"),
 }
@@ -90,7 +89,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return repr(round(value, 6))
+        return repr(round(value, 6)) if math.isfinite(value) else ""
     return str(value)
 
 
@@ -137,7 +136,7 @@ class TelemetryRecorder:
                 continue
             for i, column in kept:
                 value = row[i]
-                if value is not None:
+                if value is not None and math.isfinite(value):
                     key = (source, entity, column)
                     series = self.series.get(key)
                     if series is None:
@@ -271,4 +270,7 @@ def _empty_window() -> dict[str, Any]:
 
 
 def _counted(app: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    # Imported here: the sampler side (and GPU scripts using Series) need not load the spec machinery.
+    from benchmarks.metrics import counted
+
     return counted(app.get("requests", []))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable, app_entity
@@ -22,6 +21,9 @@ from benchmarks.monitor.sources.nvml_common import Gpu, init_gpus, load_nvml
 _GIVE_UP = (3, 4, 13)
 # GPU_IS_LOST: the device fell off the bus; no later reading can succeed.
 _GPU_LOST = 15
+# Per-process readings (process lists, per-process utilisation) are far costlier than the device
+# counters and NVML refreshes per-process utilisation only every ~160 ms: take them at most 2 Hz.
+ATTRIBUTION_INTERVAL_S = 0.5
 
 
 class NvmlSource(Source):
@@ -44,12 +46,13 @@ class NvmlSource(Source):
         "processes",
     )
 
-    def __init__(self, nvml: ModuleType | None = None) -> None:
+    def __init__(self, nvml: Any = None) -> None:
         self._module = nvml
         self.nvml: Any = None
         self.gpus: list[Gpu] = []
         self._dropped: set[tuple[int, str]] = set()
         self._last_util_ts: dict[int, int] = {}
+        self._attributed_at = float("-inf")
 
     def open(self, hz: float) -> None:
         self.nvml = load_nvml(self._module)
@@ -83,6 +86,9 @@ class NvmlSource(Source):
         app_mem: dict[str, int] = defaultdict(int)
         app_procs: dict[str, int] = defaultdict(int)
         app_sm: dict[str, float] = defaultdict(float)
+        attribute = bool(apps) and t - self._attributed_at >= ATTRIBUTION_INTERVAL_S
+        if attribute:
+            self._attributed_at = t
         for gpu in self.gpus:
             h = gpu.handle
             util = self._read(gpu, "util", n.nvmlDeviceGetUtilizationRates, h)
@@ -110,7 +116,7 @@ class NvmlSource(Source):
                     None,
                 )
             )
-            if apps:
+            if attribute:
                 self._attribute(gpu, apps, app_mem, app_procs, app_sm)
         for node in sorted(set(app_mem) | set(app_sm)):
             rows.append(

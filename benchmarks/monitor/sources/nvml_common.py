@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from benchmarks.monitor.base import SourceUnavailable
@@ -25,7 +24,7 @@ class Gpu:
         return f"gpu{self.index}"
 
 
-def load_nvml(nvml: ModuleType | None) -> ModuleType:
+def load_nvml(nvml: Any) -> Any:
     """Return the pynvml module to use (the given one, else an import); SourceUnavailable when missing."""
     if nvml is not None:
         return nvml
@@ -53,7 +52,7 @@ def visible_indices(count: int) -> list[int]:
     return [int(v) for v in wanted if v.isdigit() and int(v) < count]
 
 
-def init_gpus(nvml: ModuleType) -> list[Gpu]:
+def init_gpus(nvml: Any) -> list[Gpu]:
     """Initialise NVML and return the visible GPUs; SourceUnavailable (NVML shut down) when there are none."""
     try:
         nvml.nvmlInit()
