@@ -12,6 +12,7 @@ No lock crosses processes (every field has one writer), so a killed process cann
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 # The spin-then-sleep wait starts its sleeps this short and doubles them up to max_sleep_s.
 FIRST_SLEEP_S = 20e-6
+# How often the arbiter looks for application processes that died.
+CHECK_EVERY_S = 0.25
 
 
 class CreditGate:
@@ -38,6 +41,7 @@ class CreditGate:
         self.table = CreditTable(self._shm.buf, slots)
         self.slot = slot
         self.params = params
+        self.table.set(slot, ledger.PID, os.getpid())
         # Several sessions of one application may share the process; the table's own-slot fields are
         # updated read-modify-write, so the process's threads take turns (uncontended: ~0.1 us).
         self._lock = threading.Lock()
@@ -110,6 +114,7 @@ class CreditScheduler(Scheduler):
         self._trace: list[tuple[float, str, float]] = []
         self._final: dict[str, dict[str, Any]] = {}
         self.shm_name: str | None = None
+        self._next_check = 0.0
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         self._slots = {name: i for i, name in enumerate(nodes)}
@@ -146,6 +151,20 @@ class CreditScheduler(Scheduler):
         self.table.set(self._slots[node], ledger.PRESSURE, p)
         self._trace.append((float(record.get("end", 0.0)), node, p))
 
+    def poll(self) -> None:
+        """Retire the slots of application processes that died, possibly in the middle of a step.
+
+        A process killed while its step was running leaves ``running`` at 1, which would keep it
+        looking active and so hold back every less urgent application until the run ends.
+        """
+        if self.table is None or now() < self._next_check:
+            return
+        self._next_check = now() + CHECK_EVERY_S
+        for slot in self._slots.values():
+            pid = int(self.table.get(slot, ledger.PID))
+            if pid > 0 and self.table.get(slot, ledger.ENABLED) and not _alive(pid):
+                self.table.set(slot, ledger.ENABLED, 0.0)
+
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Return each application's class, pressure, current refill rate and step counters."""
         if self.table is None:
@@ -179,3 +198,14 @@ class CreditScheduler(Scheduler):
         self._shm.unlink()
         self._shm = None
         self.shm_name = None
+
+
+def _alive(pid: int) -> bool:
+    """Return whether a process exists (a zombie not yet reaped by the runner still counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -50,7 +50,8 @@ class Grant(IntEnum):
 ENABLED, DEVICE, CLASS, PRESSURE = 0, 1, 2, 3
 WAITING, RUNNING, LAST_RELEASE, BUCKET, BUCKET_T, THROTTLE = 4, 5, 6, 7, 8, 9
 GRANTS, RESERVED_N, CREDIT_N, LENT_N, FORCED_N, DELAYED_N, WAIT_S, STEP_S = 10, 11, 12, 13, 14, 15, 16, 17
-FIELDS = 18
+PID = 18  # the application process, so that the arbiter can retire the slot of a dead one
+FIELDS = 19
 DEVICES = {"gpu": 0.0, "cpu": 1.0}
 STAT_FIELDS = {
     "steps": GRANTS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import time
 from multiprocessing import shared_memory
 from pathlib import Path
@@ -145,6 +146,34 @@ def test_a_gate_in_another_process_holds_back_a_low_gate_until_it_releases() -> 
         high.join(10)
         assert 0.15 < waited < 1.0
         assert scheduler.snapshot()["b"]["lent"] == 1 and scheduler.snapshot()["b"]["delayed"] == 1
+    finally:
+        scheduler.stop()
+
+
+def _die_mid_step(spec: Any) -> None:
+    spec.open().acquire("h", "step")
+    os._exit(0)
+
+
+def test_a_process_that_dies_mid_step_stops_holding_back_the_others() -> None:
+    plans = {
+        "c": NodePlan("c", "chat", "cpu", "high", None, False),
+        "b": NodePlan("b", "bg", "cpu", "low", None, True),
+    }
+    scheduler = CreditScheduler()
+    scheduler.start(load_yaml(HIGH_AND_LOW, name="t"), plans)
+    try:
+        high = mp.get_context("spawn").Process(target=_die_mid_step, args=(scheduler.gate_for(plans["c"]),))
+        high.start()
+        high.join(30)
+        assert high.exitcode == 0
+        scheduler.poll()
+        low = scheduler.gate_for(plans["b"]).open()
+        t = now()
+        low.acquire("b", "step")
+        low.release("b", "step")
+        assert now() - t < 0.5 * scheduler.params.max_wait_s  # admitted, not forced through
+        assert scheduler.snapshot()["b"]["lent"] == 1
     finally:
         scheduler.stop()
 
