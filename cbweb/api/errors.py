@@ -55,7 +55,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    if isinstance(exc, exceptions.ValidationError):
+    if isinstance(exc, exceptions.NotAuthenticated):
+        errors, message = (
+            [],
+            "authentication required: send 'Authorization: Token <key>' (manage.py create_api_token)",
+        )
+    elif isinstance(exc, exceptions.ValidationError):
         errors = _flatten(exc.detail)
         message = "; ".join(
             f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors[:3]

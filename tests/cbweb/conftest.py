@@ -49,6 +49,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.postgres)
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    # PBKDF2's deliberate slowness costs a second per user on this shared machine.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def make_user(db: Any) -> Any:
     from django.contrib.auth import get_user_model

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from cbweb.runs.models import Run
+from workers.tasks import run_execute
+
+SLO_YAML = """\
+chat:
+  type: Sleep
+  sleep_time: 0.02
+  num_requests: 4
+  slo: ["e2e<=1s"]
+spin:
+  type: Synthetic
+  steps: 2
+  step_ms: 1
+  num_requests: 3
+  slo: ["step<=1s"]
+"""
+
+
+@pytest.fixture
+def finished_run(alice: Any, make_workflow: Any, make_run: Any) -> Run:
+    run = make_run(make_workflow(alice, yaml_text=SLO_YAML), alice)
+    assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    return Run.objects.get(pk=run.pk)
+
+
+def chart_data(html: str) -> dict[str, Any]:
+    match = re.search(r'<script id="chart-data" type="application/json">(.*?)</script>', html, re.S)
+    assert match, "the page has no chart data"
+    return json.loads(match.group(1))
+
+
+def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run: Run) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert 'id="slo-table"' in html and "100 %" in html
+    data = chart_data(html)
+    assert [g["node"] for g in data["gantt"]] == ["chat", "spin"]
+    latency = {(s["application"], s["metric"]): s for s in data["latency"]}
+    assert latency[("chat", "e2e")]["slo_s"] == 1.0 and len(latency[("chat", "e2e")]["v"]) == 4
+    assert len(latency[("spin", "step")]["v"]) == 3
+    assert any(s["metric"] == "system.cpu_percent" for s in data["telemetry"])
+    assert not any(re.match(r"cpu\d+\.", s["metric"]) for s in data["telemetry"])
+
+
+def test_result_page_numbers_are_the_engines(finished_run: Run) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    chat = finished_run.application_results.get(name="chat")
+    assert f"{chat.metrics['e2e']['p50']:.4f}" in html
+
+
+def test_downloads_serve_result_json_yaml_and_bundle_csvs(finished_run: Run) -> None:
+    client = Client()
+    document = json.loads(client.get(f"/runs/{finished_run.pk}/result.json").content)
+    assert len(document["applications"][0]["requests"]) == 4
+    assert client.get(f"/runs/{finished_run.pk}/workflow.yml").content.decode().startswith("name: sleepy")
+    csv = client.get(f"/runs/{finished_run.pk}/files/chat.csv")
+    assert csv.status_code == 200 and b"index,arrival_s" in b"".join(csv.streaming_content)
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "nope.csv"])
+def test_files_outside_the_bundle_are_404(finished_run: Run, path: str) -> None:
+    assert Client().get(f"/runs/{finished_run.pk}/files/{path}").status_code == 404
+
+
+def test_live_page_polls_progress_while_running(alice: Any, make_workflow: Any, make_run: Any) -> None:
+    run = make_run(make_workflow(alice), alice)
+    html = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert 'data-finished="0"' in html and 'http-equiv="refresh"' in html
+    progress = Client().get(f"/runs/{run.pk}/progress/").json()
+    assert progress["status"] == "queued" and progress["progress"]["nodes"]["first"]["total"] == 3
+
+
+def test_launch_form_queues_the_runs_and_redirects(alice: Any, make_workflow: Any) -> None:
+    workflow = make_workflow(alice)
+    client = Client()
+    client.force_login(alice)
+    version = workflow.versions.get().pk
+    response = client.post(
+        f"/runs/launch/{workflow.pk}/", {"version": version, "scheduler": "greedy", "repeats": 1}
+    )
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+    assert run.status == "queued"
+    response = client.post(
+        f"/runs/launch/{workflow.pk}/", {"version": version, "scheduler": "greedy", "repeats": 3}
+    )
+    assert Run.objects.count() == 4 and "batch=" in response["Location"]
+
+
+def test_cancel_button_of_another_user_is_forbidden(
+    alice: Any, bob: Any, make_workflow: Any, make_run: Any
+) -> None:
+    run = make_run(make_workflow(alice), alice)
+    client = Client()
+    client.force_login(bob)
+    assert client.post(f"/runs/{run.pk}/cancel/").status_code == 403
+    assert Run.objects.get(pk=run.pk).status == "queued"
+
+
+def test_compare_groups_repetitions_with_a_confidence_interval(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    workflow = make_workflow(alice, yaml_text=SLO_YAML)
+    single = make_run(workflow, alice)
+    repeated = make_run(workflow, alice, repeats=2)
+    for run in [single, *repeated]:
+        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    ids = [single.pk, *(r.pk for r in repeated)]
+    response = Client().get("/runs/compare/", {"runs": ids})
+    assert response.status_code == 200
+    compare = response.context["compare"]
+    assert [c["runs"] for c in compare["columns"]] == [[single.pk], [r.pk for r in repeated]]
+    second = compare["columns"][1]
+    assert second["mean_attainment"]["n"] == 2 and second["mean_attainment"]["ci95"] is not None
+    assert second["applications"]["chat"]["cdf"]["p"][-1] == 1.0
+    assert len(second["applications"]["chat"]["cdf"]["x"]) == 8
+    assert compare["table"][0]["cells"][1]["delta_attainment"] == 0.0
+
+
+def test_compare_needs_two_finished_runs(alice: Any, make_workflow: Any, make_run: Any) -> None:
+    run = make_run(make_workflow(alice), alice)
+    assert Client().get("/runs/compare/", {"runs": [run.pk]}).status_code == 302
+
+
+def test_pages_render_for_anonymous_readers_and_can_require_login(db: Any, settings: Any) -> None:
+    client = Client()
+    for path in ("/workflows/", "/runs/", "/platforms/", "/leaderboard/", "/docs/metrics/"):
+        assert client.get(path).status_code == 200, path
+    settings.CB_READ_REQUIRES_LOGIN = True
+    assert client.get("/runs/").status_code == 302

@@ -1,0 +1,208 @@
+"""The form-based DAG editor, driven as a browser without JavaScript would (plain form posts)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from benchmarks.apps import APP_TYPES
+from benchmarks.apps.base import AppOptions, AppType
+from benchmarks.spec import format_path, load_yaml
+from cbweb.workflows.forms import build_editor, split_path, workflow_to_editor
+from cbweb.workflows.models import Workflow
+from cbweb.workflows.selectors import version_latest, version_workflow
+
+MIXED = """\
+name: mixed
+scheduler: greedy
+seed: 7
+warm:
+  type: Sleep
+  sleep_time: 0.25
+  num_requests: 2
+  priority: high
+  slo: ["e2e<=1s"]
+  arrival: {kind: poisson, rate: 2.5, seed: 3}
+load:
+  type: Synthetic
+  steps: 3
+  step_ms: 2.5
+  load: cpu
+workflows:
+  warm_node:
+    uses: warm
+  load_node:
+    uses: load
+    depend_on: [warm_node]
+    background: true
+  again:
+    uses: warm
+    depend_on: [warm_node]
+"""
+
+
+def post_data(meta: Any, formset: Any, action: str = "save") -> dict[str, Any]:
+    """Return what a browser submits for the editor's forms as rendered (initial values unchanged)."""
+    data: dict[str, Any] = {"action": action}
+    for form in (meta, *formset.forms):
+        for bf in form:
+            value = bf.value()
+            if bf.widget_type == "checkbox":
+                if value:
+                    data[bf.html_name] = "on"
+            elif value is None:
+                data[bf.html_name] = ""
+            elif isinstance(value, list):
+                data[bf.html_name] = value
+            else:
+                data[bf.html_name] = (
+                    bf.field.prepare_value(value) if hasattr(bf.field, "prepare_value") else value
+                )
+    for field in formset.management_form:
+        data[field.html_name] = field.value()
+    return data
+
+
+def editor_for(yaml_text: str) -> tuple[Any, Any]:
+    meta_initial, cards = workflow_to_editor(load_yaml(yaml_text))
+    return build_editor(meta_initial=meta_initial, cards_initial=cards)
+
+
+@pytest.fixture
+def browser(alice: Any) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+def test_a_workflow_imported_from_yaml_round_trips_through_the_editor(browser: Client) -> None:
+    response = browser.post("/workflows/new/", {"action": "import", "yaml_text": MIXED})
+    assert response.status_code == 200
+    meta, formset = response.context["meta"], response.context["formset"]
+    assert len(formset.forms) == 3
+    saved = browser.post("/workflows/new/", post_data(meta, formset))
+    assert saved.status_code == 302, saved.context and saved.context["general_errors"]
+    stored = version_workflow(version=version_latest(workflow=Workflow.objects.get()))
+    assert stored == load_yaml(MIXED)
+
+
+def test_every_registered_type_gets_its_options_fieldset(browser: Client) -> None:
+    html = browser.get("/workflows/new/").content.decode()
+    for name, app in APP_TYPES.items():
+        assert f'data-app-type="{name}"' in html
+        for key in app.options.model_fields:
+            assert f'name="cards-0-opt_{name}_{key}"' in html
+
+
+def test_a_newly_registered_type_appears_without_web_changes(browser: Client, monkeypatch: Any) -> None:
+    class KettleOptions(AppOptions):
+        litres: float = 1.5
+
+    kettle = AppType(
+        name="Kettle",
+        aliases=(),
+        options=KettleOptions,
+        slo_metrics=("e2e",),
+        default_slo=(),
+        default_priority="low",
+        default_num_requests=1,
+        driver="x:y",
+    )
+    monkeypatch.setitem(APP_TYPES, "Kettle", kettle)
+    html = browser.get("/workflows/new/").content.decode()
+    assert 'data-app-type="Kettle"' in html
+    assert re.search(r'name="cards-0-opt_Kettle_litres"[^>]*value="1.5"', html)
+
+
+def test_engine_errors_are_shown_next_to_the_field_they_concern(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset)
+    data["cards-0-slo"] = data["cards-2-slo"] = "e2e<=banana"
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    cards = response.context["formset"].forms
+    assert "malformed SLO expression" in cards[0].errors["slo"][0]
+    # Cards sharing a unit show its errors on each of them.
+    assert "malformed SLO expression" in cards[2].errors["slo"][0]
+    assert not Workflow.objects.exists()
+
+
+def test_cards_sharing_a_unit_must_agree_on_its_settings(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset)
+    data["cards-2-num_requests"] = "9"
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    assert response.context["general_errors"] == [
+        "cards using unit 'warm' give it different settings; make them equal or rename one"
+    ]
+
+
+def test_option_bounds_from_the_types_model_are_checked_on_the_field(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset)
+    data["cards-1-opt_Synthetic_steps"] = "0"
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    assert (
+        "greater than or equal to 1" in response.context["formset"].forms[1].errors["opt_Synthetic_steps"][0]
+    )
+    assert 'data-errors-for="cards-1-opt_Synthetic_steps"><li>' in response.content.decode()
+
+
+def test_a_dependency_cycle_is_reported_on_the_card(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset)
+    data["cards-0-depend_on"] = ["again"]
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    errors = " ".join(e for f in response.context["formset"].forms for e in f.errors.get("depend_on", []))
+    assert "dependency cycle" in errors
+
+
+def test_add_application_without_javascript_keeps_the_cards_and_adds_one(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    response = browser.post("/workflows/new/", post_data(meta, formset, action="add"))
+    forms = response.context["formset"].forms
+    assert len(forms) == 4
+    assert forms[0]["node"].value() == "warm_node" and forms[3]["node"].value() == "app4"
+    assert not any(f.errors for f in forms if f.is_bound)
+
+
+def test_import_errors_list_their_lines(browser: Client) -> None:
+    response = browser.post("/workflows/new/", {"action": "import", "yaml_text": "a:\n  type: Kettle\n"})
+    assert response.status_code == 400
+    assert response.context["import_errors"][0]["line"] == 2
+    assert "line 2" in response.content.decode()
+
+
+def test_preview_answers_the_dag_and_field_errors(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset, action="check")
+    data["cards-2-num_requests"] = "0"
+    body = browser.post("/workflows/preview/", data).json()
+    assert body["nodes"] == ["warm_node", "load_node", "again"]
+    assert {
+        "field": "cards-2-num_requests",
+        "message": "Ensure this value is greater than or equal to 1.",
+    } in body["errors"]
+    data["cards-2-num_requests"] = "2"
+    body = browser.post("/workflows/preview/", data).json()
+    assert body["errors"] == []
+    assert body["svg"].count('class="edge"') == 2 and 'data-node="load_node"' in body["svg"]
+
+
+def test_editing_someone_elses_workflow_is_forbidden(bob: Any, alice: Any, make_workflow: Any) -> None:
+    workflow = make_workflow(alice)
+    client = Client()
+    client.force_login(bob)
+    assert client.get(f"/workflows/{workflow.pk}/edit/").status_code == 403
+    assert Client().get(f"/workflows/{workflow.pk}/edit/").status_code == 302
+
+
+@pytest.mark.parametrize("path", ["a.b", 'workflows."my node".depend_on[1]', "x[0][2]", '"a.b"'])
+def test_split_path_inverts_the_engines_format_path(path: str) -> None:
+    assert format_path(tuple(split_path(path))) == path
