@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from benchmarks.schedulers.base import Scheduler, SchedulerError
-from benchmarks.schedulers.credit import CreditScheduler
+from benchmarks.schedulers.credit import CreditMpsScheduler, CreditScheduler
 from benchmarks.schedulers.greedy import GreedyScheduler
 from benchmarks.schedulers.partition import PartitionScheduler
 
 SCHEDULERS: dict[str, type[Scheduler]] = {
-    cls.name: cls for cls in (GreedyScheduler, PartitionScheduler, CreditScheduler)
+    cls.name: cls for cls in (GreedyScheduler, PartitionScheduler, CreditScheduler, CreditMpsScheduler)
 }
 
 

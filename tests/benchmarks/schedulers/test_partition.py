@@ -15,6 +15,7 @@ import pytest
 from benchmarks.cli import main as cli_main
 from benchmarks.platform import gpus
 from benchmarks.runner import run_workflow
+from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import NodePlan, SchedulerError
 from benchmarks.schedulers.mps import MpsDaemon, client_env, memory_limit_value, partition_shares
 from benchmarks.schedulers.partition import PartitionScheduler
@@ -327,3 +328,32 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
     assert described["mps_servers"] == [4242]
     assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
+
+
+def test_credit_mps_admits_by_credit_inside_mps_shares(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
+    monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.gpus", lambda: fake_gpu)
+    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
+    wf = load_yaml(
+        "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, priority: high}\n"
+        "b: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, priority: low}\n"
+        "workflows:\n  x: {uses: a}\n  y: {uses: b}\n",
+        name="t",
+    )
+    scheduler = get_scheduler("credit-mps")
+    result = run_workflow(wf, scheduler=scheduler)
+    described = result["scheduler"]
+    assert described["name"] == "credit-mps"
+    assert described["mps"]["shares_percent"] == {"x": 50, "y": 50}
+    assert all(described["mps"]["mps_clients"].values())
+    assert described["apps"]["x"]["reserved"] == 20 and described["apps"]["y"]["steps"] == 20
+    assert not _fake_daemons_of(fake_mps)
+
+
+def test_credit_mps_without_mps_fails_like_partition() -> None:
+    wf = workflow({"a": ", device: cpu"}, "x: {uses: a}")
+    with pytest.raises(SchedulerError, match="every node of this run is on the CPU"):
+        run_workflow(wf, scheduler="credit-mps")
