@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 
 from benchmarks.apps.base import AppOptions, AppStopped, AppType, Driver, RequestRecord, _sleep_until
 from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.models import check_model, resolve
 
@@ -167,9 +168,8 @@ def agreed_prefix(previous: list[Word], current: list[Word]) -> int:
 
 class CaptionsDriver(Driver):
     def load(self) -> dict[str, Any]:
+        share_cpu_politely()
         from faster_whisper import WhisperModel
-
-        from benchmarks.apps.textgen import default_threads
 
         opts = self.options
         self.clips = clips_of(self.unit)

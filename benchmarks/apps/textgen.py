@@ -16,12 +16,12 @@ modules, which the spec imports to validate keys.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.models import ResolvedModel
 
@@ -59,14 +59,6 @@ class Generation:
             metrics["tpot"] = (times[-1] - times[0]) / (len(times) - 1)
             series["itl"] = [b - a for a, b in itertools.pairwise(times)]
         return metrics, series
-
-
-def default_threads() -> int:
-    """Return the CPU threads a backend uses unless told otherwise: every core this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 class LlamaCppGenerator:
@@ -304,6 +296,7 @@ def load_generator(
     model: ResolvedModel, *, backend: str, n_ctx: int, device: str, seed: int, n_threads: int | None
 ) -> Generator:
     """Return a loaded generator for ``backend`` (llama_cpp or transformers)."""
+    share_cpu_politely()
     if backend == "llama_cpp":
         return LlamaCppGenerator(model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads)
     return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)

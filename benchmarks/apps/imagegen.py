@@ -1,0 +1,246 @@
+"""ImageGen: one prompt -> one image with diffusers (Stable Diffusion 1.x/2.x/XL and 3.x families).
+
+Each denoising step runs inside its own scheduler-gate step: the gate of step i+1 is taken in
+``callback_on_step_end`` right after step i, so the scheduler can put another application between
+two steps. The prompt is encoded and the latents decoded by the driver itself, each in a gated step,
+so that the VAE decode time is measured on its own.
+Recorded per image: ``step`` (mean denoising step time), ``image`` (arrival to decoded image),
+``vae_decode``, ``text_encode``, the per-step series ``step``, and the seed, resolution, steps and
+guidance; the PNG is saved with the result bundle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
+from benchmarks.apps.datasets import input_path, read_jsonl, text_field
+from benchmarks.apps.runtime import default_threads, share_cpu_politely
+from benchmarks.clock import now
+from benchmarks.models import ResolvedModel, build_random_pipeline, check_model, resolve
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from benchmarks.spec import Application
+
+FORMATS: tuple[Any, ...] = ("diffusers",)
+
+
+class ImageGenOptions(AppOptions):
+    steps: int = Field(20, ge=1, le=1000, description="denoising steps per image")
+    height: int = Field(512, ge=8, le=4096, multiple_of=8, description="image height in pixels")
+    width: int = Field(512, ge=8, le=4096, multiple_of=8, description="image width in pixels")
+    guidance_scale: float = Field(7.0, ge=0, description="classifier-free guidance; <= 1 turns it off")
+    prompts: str | None = Field(None, description="JSONL of {prompt: ...}; default: the shipped captions")
+    negative_prompt: str | None = None
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
+        "auto", description="weights and activations; auto: float16 on GPU, float32 on CPU"
+    )
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    save_images: bool = Field(True, description="save each image as PNG with the result bundle")
+
+
+def load_prompts(path: Path) -> list[str]:
+    """Return the prompts of an image prompts file; raise ValueError naming the file and entry."""
+    return [
+        text_field(row, "prompt", path, n, "image prompts")
+        for n, row in enumerate(read_jsonl(path, "image prompts"), 1)
+    ]
+
+
+def prompts_path(unit: Application) -> Path:
+    """Return the unit's prompts file: ``prompts:``, else ``dataset:``, else the shipped captions."""
+    opts: Any = unit.options
+    return input_path(opts.prompts or unit.dataset, "image_prompts.jsonl")
+
+
+def check(unit: Application) -> list[str]:
+    """Return the problems that stop this unit here: its model and its prompts file."""
+    problems = check_model(unit.model, FORMATS, "ImageGen", unit.device)
+    try:
+        load_prompts(prompts_path(unit))
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+class ImageGenDriver(Driver):
+    def load(self) -> dict[str, Any]:
+        share_cpu_politely()
+        import torch
+
+        opts = self.options
+        self.torch = torch
+        threads = opts.n_threads or default_threads()
+        torch.set_num_threads(threads)
+        self.prompts = load_prompts(prompts_path(self.unit))
+        gpu = self.ctx.device == "gpu"
+        self.device = "cuda" if gpu else "cpu"
+        name = opts.dtype if opts.dtype != "auto" else ("float16" if gpu else "float32")
+        dtype = getattr(torch, name)
+        model: ResolvedModel = resolve(self.unit.model or "", FORMATS, "ImageGen")
+        if model.random is not None:
+            self.pipe: Any = build_random_pipeline(model.random, self.ctx.seed, dtype)
+        else:
+            from diffusers import DiffusionPipeline
+
+            where = str(model.path) if model.path is not None else model.hub_id
+            self.pipe = DiffusionPipeline.from_pretrained(where, torch_dtype=dtype)
+            self.pipe.set_progress_bar_config(disable=True)
+        family = type(self.pipe).__name__
+        if not hasattr(self.pipe, "encode_prompt") or not hasattr(self.pipe, "vae"):
+            raise ValueError(
+                f"model '{self.unit.model}' loads as {family}, which is not a text-to-image "
+                "Stable Diffusion pipeline"
+            )
+        self.pipe.to(self.device)
+        self.sd3 = "StableDiffusion3" in family
+        return {
+            **model.record(),
+            "pipeline": family,
+            "dtype": name,
+            "device": self.device,
+            "threads": threads,
+            "prompts": str(prompts_path(self.unit)),
+        }
+
+    def payloads(self) -> list[str]:
+        return self.prompts
+
+    def run_request(self, record: RequestRecord, payload: Any) -> None:
+        torch, pipe, opts = self.torch, self.pipe, self.options
+        seed = self.ctx.seed + record.index
+        guided = opts.guidance_scale > 1
+        with self.ctx.gpu_step("text_encode"):
+            t = now()
+            embeds = self._encode(payload, guided)
+            text_encode = now() - t
+        step_times: list[float] = []
+        state: dict[str, AbstractContextManager[None]] = {}
+
+        def take_gate() -> None:
+            gate = self.ctx.gpu_step("denoise")
+            gate.__enter__()
+            state["gate"] = gate
+
+        take_gate()
+        last = now()
+
+        def on_step_end(pipeline: Any, i: int, timestep: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+            nonlocal last
+            state.pop("gate").__exit__(None, None, None)
+            step_times.append(now() - last)
+            if i + 1 < opts.steps:
+                take_gate()
+            last = now()
+            return kwargs
+
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        try:
+            with torch.inference_mode():
+                latents = pipe(
+                    **embeds,
+                    num_inference_steps=opts.steps,
+                    height=opts.height,
+                    width=opts.width,
+                    guidance_scale=opts.guidance_scale,
+                    generator=generator,
+                    output_type="latent",
+                    callback_on_step_end=on_step_end,
+                ).images
+        finally:
+            if "gate" in state:
+                state.pop("gate").__exit__(None, None, None)
+        with self.ctx.gpu_step("vae_decode"):
+            t = now()
+            image = self._decode(latents)
+            vae_decode = now() - t
+        done = now()
+        record.series["step"] = step_times
+        record.metrics.update(
+            step=sum(step_times) / len(step_times),
+            image=done - record.arrival,
+            vae_decode=vae_decode,
+            text_encode=text_encode,
+        )
+        record.info.update(
+            prompt=payload,
+            seed=seed,
+            height=image.height,
+            width=image.width,
+            steps=opts.steps,
+            guidance_scale=opts.guidance_scale,
+        )
+        if opts.save_images:
+            self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
+            path = self.ctx.out_dir / f"image-{record.index:04d}.png"
+            image.save(path)
+            record.info["image"] = str(path)
+
+    def _encode(self, prompt: str, guided: bool) -> dict[str, Any]:
+        """Return the pipeline's prompt embedding arguments (computed here so their time is known)."""
+        pipe, negative = self.pipe, self.options.negative_prompt
+        if self.sd3:
+            pe, npe, pooled, npooled = pipe.encode_prompt(
+                prompt=prompt,
+                prompt_2=None,
+                prompt_3=None,
+                negative_prompt=negative,
+                device=self.device,
+                do_classifier_free_guidance=guided,
+            )
+            return {
+                "prompt_embeds": pe,
+                "negative_prompt_embeds": npe,
+                "pooled_prompt_embeds": pooled,
+                "negative_pooled_prompt_embeds": npooled,
+            }
+        out = pipe.encode_prompt(
+            prompt=prompt,
+            device=self.device,
+            num_images_per_prompt=1,
+            do_classifier_free_guidance=guided,
+            negative_prompt=negative,
+        )
+        if len(out) == 4:
+            pe, npe, pooled, npooled = out
+            return {
+                "prompt_embeds": pe,
+                "negative_prompt_embeds": npe,
+                "pooled_prompt_embeds": pooled,
+                "negative_pooled_prompt_embeds": npooled,
+            }
+        pe, npe = out
+        return {"prompt_embeds": pe, "negative_prompt_embeds": npe}
+
+    def _decode(self, latents: Any) -> Any:
+        """Decode latents with the VAE exactly as the pipeline would; return a PIL image."""
+        vae = self.pipe.vae
+        with self.torch.inference_mode():
+            latents = latents / vae.config.scaling_factor
+            if getattr(vae.config, "shift_factor", None) is not None:
+                latents = latents + vae.config.shift_factor
+            pixels = vae.decode(latents.to(vae.dtype), return_dict=False)[0]
+        return self.pipe.image_processor.postprocess(pixels.float(), output_type="pil")[0]
+
+    def close(self) -> None:
+        self.pipe = None
+
+
+APP = AppType(
+    name="ImageGen",
+    aliases=("imagegen", "image_gen", "ImageGenApplication"),
+    options=ImageGenOptions,
+    slo_metrics=("step", "image", "vae_decode", "e2e"),
+    default_slo=("step<=1s",),
+    default_priority="medium",
+    default_num_requests=3,
+    driver="benchmarks.apps.imagegen:ImageGenDriver",
+    needs_model=True,
+    description="Text-to-image with diffusers (SD 1.x/2.x/XL, SD 3.x); per-step time, VAE decode, image e2e.",
+    check=check,
+)
