@@ -17,7 +17,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchmarks import metrics
+from benchmarks import metrics, monitor
+from benchmarks.monitor import cli as monitor_cli
 from benchmarks.results import default_out_dir, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="bundle directory (default results/<workflow>-<time>/)")
     run.add_argument("--repeat", type=int, help="run the workflow N times (overrides 'repeat:')")
     run.add_argument("--time-limit", type=float, help="fail the run after this many seconds")
+    run.add_argument(
+        "--monitor-hz",
+        type=float,
+        default=monitor.DEFAULT_HZ,
+        help=f"system monitor samples per second, at most {monitor.MAX_HZ:g} (0: off)",
+    )
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check workflow files; exit 1 if any has problems")
@@ -58,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.set_defaults(func=cmd_validate)
 
+    monitor_cli.register(sub)
     for ep in entry_points(group="consumerbench.commands"):
         ep.load()(sub)
     return parser
@@ -204,6 +212,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if repeat < 1:
         print("--repeat must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    if not 0 <= args.monitor_hz <= monitor.MAX_HZ:
+        print(f"--monitor-hz must be between 0 (off) and {monitor.MAX_HZ:g}", file=sys.stderr)
+        return EXIT_USAGE
     out = args.out or default_out_dir(workflow.name)
     cancel = threading.Event()
 
@@ -229,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     out_dir=bundle,
                     time_limit_s=args.time_limit,
                     repeat_index=i,
+                    monitor_hz=args.monitor_hz or None,
                 )
             except (PreflightError, SchedulerError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
