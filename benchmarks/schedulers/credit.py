@@ -38,7 +38,7 @@ class CreditGate:
     """The gate of one application process: admission by the credit rule, read from shared memory."""
 
     def __init__(self, shm_name: str, slot: int, slots: int, params: CreditParams) -> None:
-        self._shm = shared_memory.SharedMemory(name=shm_name)
+        self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(name=shm_name)
         self.table = CreditTable(self._shm.buf, slots)
         self.slot = slot
         self.params = params
@@ -60,17 +60,23 @@ class CreditGate:
                 self._local.start = t0
                 return
         spin_until, sleep = t0 + params.spin_s, FIRST_SLEEP_S
-        while True:
-            if now() >= spin_until:
-                time.sleep(sleep)
-                sleep = min(2 * sleep, params.max_sleep_s)
-            t = now()
+        try:
+            while True:
+                if now() >= spin_until:
+                    time.sleep(sleep)
+                    sleep = min(2 * sleep, params.max_sleep_s)
+                t = now()
+                with self._lock:
+                    grant = ledger.decide(table, slot, t, t - t0, params)
+                    if grant:
+                        ledger.admit(table, slot, grant, t - t0)
+                        self._local.start = t
+                        return
+        except BaseException:
+            # Interrupted while waiting: this step no longer waits, or it would look active forever.
             with self._lock:
-                grant = ledger.decide(table, slot, t, t - t0, params)
-                if grant:
-                    ledger.admit(table, slot, grant, t - t0)
-                    self._local.start = t
-                    return
+                table.add(slot, ledger.WAITING, -1)
+            raise
 
     def release(self, app: str, kind: str) -> None:
         t = now()
@@ -83,7 +89,7 @@ class CreditGate:
             return
         self.table.cells.release()
         self._shm.close()
-        self._shm = None  # type: ignore[assignment]
+        self._shm = None
 
 
 class CreditGateSpec(GateSpec):
