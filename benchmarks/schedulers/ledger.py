@@ -5,7 +5,7 @@ so it is tested without processes or clocks (tests/benchmarks/schedulers/test_le
 is a flat array of float64 that ``credit.py`` places in shared memory; any writable buffer works.
 
 Every field has ONE writer, which is why no cross-process lock is needed: the arbiter (runner)
-writes a slot's class and pressure, the slot's own application process writes everything else and
+writes a slot's device, class, pressure and enabled flag, the slot's own process writes the rest and
 only reads the other slots. A stale read costs at most one decision made on microseconds-old state.
 The algorithm and its parameters are documented in docs/schedulers.md.
 """
