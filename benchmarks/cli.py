@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -34,7 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as other Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PROBLEMS
     return code
 
 
@@ -128,7 +134,9 @@ class Progress:
         st = self.state[node]
         kind = event["kind"]
         if kind == "node_status":
-            st["status"], st["reason"] = event["status"], event.get("reason")
+            # A started process first loads its model; load_end marks it running.
+            status = "loading" if event["status"] == "running" else event["status"]
+            st["status"], st["reason"] = status, event.get("reason")
         elif kind == "load_end":
             st["status"] = "running"
         elif kind == "request_end":
@@ -139,7 +147,7 @@ class Progress:
         with self.lock:
             if self.tty:
                 self._redraw()
-            elif kind == "node_status":
+            elif kind in ("node_status", "load_end"):
                 print(f"{event['t']:8.2f}s  {self._line(node)}", file=self.stream, flush=True)
 
     def _line(self, node: str) -> str:

@@ -95,7 +95,7 @@ def test_ctrl_c_cancels_the_run_and_still_writes_the_partial_bundle(tmp_path: Pa
     assert proc.returncode == 130
     doc = load_bundle(tmp_path / "c")
     assert doc.status == "cancelled" and doc.nodes[0].status == "stopped"
-    assert doc.applications[0].requests_counted >= 3
+    assert doc.applications[0].requests_counted >= 1
 
 
 def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) -> None:
