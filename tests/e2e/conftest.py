@@ -1,0 +1,84 @@
+"""A live ConsumerBench web app for browser journeys: `manage.py runserver` in a subprocess on a fresh
+SQLite database, with the local run executor, exactly as `make demo` would serve it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+USER, PASSWORD = "e2e", "e2e-password-1"
+
+
+@dataclass
+class LiveApp:
+    url: str
+    env: dict[str, str]
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+    if not (ROOT / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js").is_file():
+        pytest.fail("Chart.js is not installed: run `npm ci` in the checkout (make install does)")
+    tmp = tmp_path_factory.mktemp("e2e")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "cbweb.settings",
+        "DATABASE_URL": f"sqlite:///{tmp / 'e2e.sqlite3'}",
+        "CB_RESULTS_DIR": str(tmp / "results"),
+        "CB_RUN_EXECUTOR": "local",
+        "CELERY_BROKER_URL": "",
+        "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+    }
+    _manage(env, "migrate", "--noinput")
+    _manage(env, "createsuperuser", "--noinput", "--username", USER, "--email", "e2e@example.com")
+    port = _free_port()
+    log = tmp / "server.log"
+    with log.open("w") as out:
+        # --insecure: serve static files (Chart.js from node_modules) without DEBUG, as the demo does.
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the web server did not start:\n{log.read_text()}")
+                time.sleep(0.2)
+        yield LiveApp(f"http://127.0.0.1:{port}", env, log)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
