@@ -86,11 +86,12 @@ class DcgmSource(Source):
                 f"{self.command} is not installed (DCGM is optional; NVML GPM gives the same signals)"
             )
         interval_ms = max(MIN_INTERVAL_MS, round(1000 / hz))
-        self.proc = start_reader([exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)], self._on_line)
+        self.proc, reader = start_reader([exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)], self._on_line)
         try:
             code = self.proc.wait(STARTUP_CHECK_S)
         except subprocess.TimeoutExpired:
             return
+        reader.join(1)  # the tool's last words, to explain why it stopped
         raise SourceUnavailable(
             f"dcgmi dmon exited with code {code}: {' '.join(self._tail[-3:]) or 'no output'}"
         )

@@ -21,9 +21,12 @@ from benchmarks.monitor.sources.nvml_common import Gpu, init_gpus, load_nvml
 _GIVE_UP = (3, 4, 13)
 # GPU_IS_LOST: the device fell off the bus; no later reading can succeed.
 _GPU_LOST = 15
-# Per-process readings (process lists, per-process utilisation) are far costlier than the device
-# counters and NVML refreshes per-process utilisation only every ~160 ms: take them at most 2 Hz.
-ATTRIBUTION_INTERVAL_S = 0.5
+# Costly readings are taken at most once per interval. Measured on an H200 (driver 580, in a VM,
+# docs/results/monitor-h200.md): the energy counter costs ~5 ms a call and per-process utilisation
+# ~2 ms, against ~0.1 ms for the other readings. The energy counter loses nothing by being read
+# slowly (a window's energy interpolates between readings); per-process figures change slowly.
+ENERGY_INTERVAL_S = 1.0
+ATTRIBUTION_INTERVAL_S = 1.0
 
 
 class NvmlSource(Source):
@@ -46,13 +49,21 @@ class NvmlSource(Source):
         "processes",
     )
 
-    def __init__(self, nvml: Any = None) -> None:
+    def __init__(
+        self,
+        nvml: Any = None,
+        energy_interval_s: float = ENERGY_INTERVAL_S,
+        attribution_interval_s: float = ATTRIBUTION_INTERVAL_S,
+    ) -> None:
+        self.energy_interval_s = energy_interval_s
+        self.attribution_interval_s = attribution_interval_s
         self._module = nvml
         self.nvml: Any = None
         self.gpus: list[Gpu] = []
         self._dropped: set[tuple[int, str]] = set()
         self._last_util_ts: dict[int, int] = {}
         self._attributed_at = float("-inf")
+        self._energy_at = float("-inf")
 
     def open(self, hz: float) -> None:
         self.nvml = load_nvml(self._module)
@@ -86,15 +97,20 @@ class NvmlSource(Source):
         app_mem: dict[str, int] = defaultdict(int)
         app_procs: dict[str, int] = defaultdict(int)
         app_sm: dict[str, float] = defaultdict(float)
-        attribute = bool(apps) and t - self._attributed_at >= ATTRIBUTION_INTERVAL_S
+        attribute = bool(apps) and t - self._attributed_at >= self.attribution_interval_s
         if attribute:
             self._attributed_at = t
+        energy = t - self._energy_at >= self.energy_interval_s
+        if energy:
+            self._energy_at = t
         for gpu in self.gpus:
             h = gpu.handle
             util = self._read(gpu, "util", n.nvmlDeviceGetUtilizationRates, h)
             mem = self._read(gpu, "mem", n.nvmlDeviceGetMemoryInfo, h)
             power_mw = self._read(gpu, "power", n.nvmlDeviceGetPowerUsage, h)
-            energy_mj = self._read(gpu, "energy", n.nvmlDeviceGetTotalEnergyConsumption, h)
+            energy_mj = (
+                self._read(gpu, "energy", n.nvmlDeviceGetTotalEnergyConsumption, h) if energy else None
+            )
             sm_clock = self._read(gpu, "sm_clock", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM)
             mem_clock = self._read(gpu, "mem_clock", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM)
             temp = self._read(gpu, "temp", n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU)

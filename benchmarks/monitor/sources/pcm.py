@@ -78,11 +78,12 @@ class PcmSource(Source):
         if exe is None:
             raise SourceUnavailable("pcm-memory is not installed (Intel PCM, optional)")
         interval = max(MIN_INTERVAL_S, 1 / hz)
-        self.proc = start_reader([exe, f"{interval:g}", "-csv", "-silent"], self._on_line)
+        self.proc, reader = start_reader([exe, f"{interval:g}", "-csv", "-silent"], self._on_line)
         try:
             code = self.proc.wait(STARTUP_CHECK_S)
         except subprocess.TimeoutExpired:
             return
+        reader.join(1)  # the tool's last words, to explain why it stopped
         raise SourceUnavailable(
             f"pcm-memory exited with code {code}: {' '.join(self._tail[-3:]) or 'no output'}"
         )

@@ -67,11 +67,12 @@ class PowermetricsSource(Source):
             raise SourceUnavailable("powermetrics needs root (run the monitor with sudo)")
         interval_ms = max(MIN_INTERVAL_MS, round(1000 / hz))
         argv = [exe, "--samplers", "cpu_power,gpu_power", "-f", "plist", "-i", str(interval_ms)]
-        self.proc = start_reader(argv, self._on_line)
+        self.proc, reader = start_reader(argv, self._on_line)
         try:
             code = self.proc.wait(STARTUP_CHECK_S)
         except subprocess.TimeoutExpired:
             return
+        reader.join(1)  # the tool's last words, to explain why it stopped
         raise SourceUnavailable(f"powermetrics exited with code {code}")
 
     def _on_line(self, line: str) -> None:

@@ -7,9 +7,14 @@ import threading
 from collections.abc import Callable, Sequence
 
 
-def start_reader(argv: Sequence[str], on_line: Callable[[str], None]) -> subprocess.Popen[str]:
-    """Start ``argv`` with stdout and stderr merged; return the process. A daemon thread hands each
-    output line to ``on_line`` as it arrives, so the sampler never blocks on the tool."""
+def start_reader(
+    argv: Sequence[str], on_line: Callable[[str], None]
+) -> tuple[subprocess.Popen[str], threading.Thread]:
+    """Start ``argv`` with stdout and stderr merged; return the process and its reader thread.
+
+    The (daemon) reader thread hands each output line to ``on_line`` as it arrives, so the sampler
+    never blocks on the tool; join it to be sure a tool that exited has had all its output read.
+    """
     proc = subprocess.Popen(
         list(argv),
         stdout=subprocess.PIPE,
@@ -24,8 +29,9 @@ def start_reader(argv: Sequence[str], on_line: Callable[[str], None]) -> subproc
         for line in proc.stdout:
             on_line(line)
 
-    threading.Thread(target=pump, name=f"monitor-{argv[0]}", daemon=True).start()
-    return proc
+    reader = threading.Thread(target=pump, name=f"monitor-{argv[0]}", daemon=True)
+    reader.start()
+    return proc, reader
 
 
 def stop(proc: subprocess.Popen[str] | None) -> None:

@@ -1,0 +1,135 @@
+"""The NVML and GPM sources on answers recorded from a real H200 under a bf16 matmul load."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, ReplayNvml
+
+from benchmarks.monitor.base import AppProcesses, Source, SourceUnavailable
+from benchmarks.monitor.sources.gpm import METRICS, GpmSource, metric_values, same_counters
+from benchmarks.monitor.sources.nvml import NvmlSource
+
+# The schedule the recording was made with: the energy counter read on every tick, processes every 0.5 s.
+RECORDED_SCHEDULE = {"energy_interval_s": 0.0, "attribution_interval_s": 0.5}
+
+
+class RecordedApps(AppProcesses):
+    """The application processes of the recording: PIDs on the GPU machine, absent here."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        super().__init__()
+        self._node_of.update({pid: node for node, pid in pids.items()})
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def replay(recording: dict[str, Any], nvml: ReplayNvml, **schedule: float) -> dict[str, list[list[Any]]]:
+    """Run NVML and GPM over the recorded ticks as the recording's Sampler did; return rows per source."""
+    sources: list[Source] = [NvmlSource(nvml, **schedule), GpmSource(nvml)]
+    for src in sources:
+        src.open(recording["hz"])
+    apps = RecordedApps(recording["apps"])
+    rows: dict[str, list[list[Any]]] = {"nvml": [], "gpm": []}
+    for t in recording["tick_t"]:
+        for src in sources:
+            rows[src.name] += [list(r) for r in src.sample(t, apps)]
+    for src in sources:
+        src.close()
+    return rows
+
+
+def test_replayed_h200_answers_give_exactly_the_rows_recorded_on_the_gpu(h200_recording):
+    nvml = ReplayNvml(h200_recording["calls"])
+    rows = replay(h200_recording, nvml, **RECORDED_SCHEDULE)
+    assert rows["nvml"] == h200_recording["rows"]["nvml"]["rows"]
+    assert rows["gpm"] == h200_recording["rows"]["gpm"]["rows"]
+    assert nvml.left() == {}, "the sources made fewer calls than recorded"
+
+
+def test_gpm_under_matmul_load_reports_sm_activity_above_80_percent(h200_recording):
+    rows = replay(h200_recording, ReplayNvml(h200_recording["calls"]), **RECORDED_SCHEDULE)["gpm"]
+    columns = ["t", "entity", *(name for name, _ in METRICS)]
+    activity = [r[columns.index("sm_activity_pct")] for r in rows]
+    # The first rows cover the load's ramp-up; once it runs the SMs are nearly all busy.
+    assert len(activity) >= 5
+    assert all(a > 80 for a in activity[2:])
+    tensor = [r[columns.index("tensor_activity_pct")] for r in rows[2:]]
+    assert all(80 < x <= 100 for x in tensor)
+    times = [r[0] for r in rows]
+    assert all(b - a >= 0.1 for a, b in itertools.pairwise(times)), "GPM rows closer than 100 ms"
+
+
+def test_nvml_rows_carry_power_energy_and_the_load_processes_gpu_memory(h200_recording):
+    rows = replay(h200_recording, ReplayNvml(h200_recording["calls"]), **RECORDED_SCHEDULE)["nvml"]
+    columns = list(NvmlSource.columns)
+    gpu = [r for r in rows if r[1] == "gpu0"]
+    energy = [r[2 + columns.index("energy_j")] for r in gpu]
+    power = [r[2 + columns.index("power_w")] for r in gpu]
+    assert all(b >= a for a, b in itertools.pairwise(energy)) and energy[-1] > energy[0]
+    # NVML's power is a ~1 s average: it climbs from idle (~80 W) as the load starts, to over 500 W.
+    assert all(b >= a for a, b in itertools.pairwise(power)) and power[0] > 80 and power[-1] > 500
+    recorded = next(
+        c["result"] for c in h200_recording["calls"] if c["fn"] == "nvmlDeviceGetComputeRunningProcesses"
+    )
+    app = [r for r in rows if r[1] == "app:matmul"]
+    assert app and all(r[2 + columns.index("gpu_mem_bytes")] == recorded[0]["usedGpuMemory"] for r in app)
+    assert all(r[2 + columns.index("processes")] == 1 for r in app)
+
+
+def test_by_default_the_costly_energy_counter_is_read_once_a_second(h200_recording):
+    nvml = ReplayNvml(h200_recording["calls"])
+    rows = replay(h200_recording, nvml)["nvml"]
+    span = h200_recording["tick_t"][-1] - h200_recording["tick_t"][0]
+    energy_calls = nvml.made.count("nvmlDeviceGetTotalEnergyConsumption")
+    assert energy_calls == math.floor(span) + 1
+    column = 2 + list(NvmlSource.columns).index("energy_j")
+    read = [r for r in rows if r[1] == "gpu0" and r[column] is not None]
+    assert len(read) == energy_calls
+    # Power is cheap and still read on every tick.
+    assert nvml.made.count("nvmlDeviceGetPowerUsage") == len(h200_recording["tick_t"])
+
+
+def test_gpm_answers_from_identical_samples_are_recognised_and_not_reported():
+    recording = json.loads((FIXTURES / "gpm_identical_samples_h200.json").read_text())
+
+    class Metric:
+        def __init__(self, metric_id: int, ret: int, value: float) -> None:
+            self.metricId, self.nvmlReturn, self.value = metric_id, ret, value
+
+    verdicts = []
+    for answer in recording["answers"]:
+        raw = [Metric(*m) for m in answer]
+        values = metric_values(raw, len(raw))
+        verdicts.append(same_counters(values, raw))
+        if not verdicts[-1]:
+            assert all(v is not None and math.isfinite(v) for v in values)
+    # Recorded at 20 ms ticks while the driver refreshed every ~100 ms: 2 real answers out of 12.
+    assert verdicts.count(False) == 2
+    real = [a for a, same in zip(recording["answers"], verdicts, strict=True) if not same]
+    assert real[1][0][2] > 90, "the full interval under load shows the SMs busy"
+
+
+def test_nvml_without_a_driver_is_unavailable_with_the_nvml_error_named():
+    try:
+        pynvml_init_ok = _nvml_loads()
+    except Exception:
+        pynvml_init_ok = False
+    if pynvml_init_ok:
+        pytest.skip("this machine has an NVIDIA driver: NVML is available here")
+    for source in (NvmlSource(), GpmSource()):
+        with pytest.raises(SourceUnavailable, match=r"NVMLError_\w+: "):
+            source.open(20)
+
+
+def _nvml_loads() -> bool:
+    import pynvml
+
+    pynvml.nvmlInit()
+    pynvml.nvmlShutdown()
+    return True
