@@ -14,9 +14,10 @@ from benchmarks.results import ResultDocument, load_bundle, write_bundle
 from benchmarks.runner import run_workflow
 from benchmarks.spec import load_yaml
 
-# One application spinning a CPU core for ~1.2 s (12 requests x 2 steps x 50 ms).
+# One application spinning a CPU core for ~1.2 s (12 requests x 2 steps x 50 ms), one sleeping beside it.
 SPIN = """
 spin: {type: Synthetic, load: cpu, steps: 2, step_ms: 50, num_requests: 12, device: cpu}
+nap: {type: Sleep, sleep_time: 0.1, num_requests: 12}
 """
 
 
@@ -43,7 +44,7 @@ def test_the_run_streams_telemetry_batches_to_the_sink(spin_run):
     assert len(sources) == 1
     assert {s["name"]: s["status"] for s in sources[0]["sources"]}["psutil"] == "available"
     batches = [e for e in events if e["kind"] == "telemetry"]
-    assert batches and all(b["source"] == "psutil" for b in batches if b["rows"])
+    assert batches and all(b["source"] == "psutil" for b in batches)
     rows = [r for b in batches for r in b["rows"]]
     assert sum(1 for r in rows if r[1] == "system") == result["telemetry"]["ticks"]
     assert all(e["t"] >= 0 for e in batches)
@@ -75,11 +76,14 @@ def test_result_json_has_the_application_summary_and_no_bulk_samples(spin_run):
     doc = load_bundle(out)
     assert doc.telemetry is not None
     spin = doc.telemetry.applications["spin"]
-    requests = [r for r in result["applications"][0]["requests"] if r["status"] == "ok"]
+    app = next(a for a in result["applications"] if a["name"] == "spin")
+    requests = [r for r in app["requests"] if r["status"] == "ok"]
     assert spin.active_from_s == pytest.approx(min(r["start"] for r in requests))
     assert spin.active_to_s == pytest.approx(max(r["end"] for r in requests))
-    # The driver spins one core flat out while it serves requests.
-    assert spin.cpu_percent_mean is not None and spin.cpu_percent_mean > 60
+    # The spinning driver uses far more CPU than the sleeping one (how much depends on the machine's load).
+    nap = doc.telemetry.applications["nap"]
+    assert spin.cpu_percent_mean is not None and nap.cpu_percent_mean is not None
+    assert spin.cpu_percent_mean > nap.cpu_percent_mean + 10 and nap.cpu_percent_mean < 10
     assert spin.rss_peak_bytes is not None and spin.rss_peak_bytes > 10 * 2**20
     assert spin.gpu_energy_j is None and spin.sm_activity_mean_pct is None  # no GPU here
     text = (out / "result.json").read_text()
