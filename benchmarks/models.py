@@ -384,9 +384,7 @@ def resolve(model: str, formats: tuple[Format, ...], app: str) -> ResolvedModel:
     if model in PACKAGED:
         entry = PACKAGED[model]
         if entry.format not in formats:
-            raise ModelError(
-                f"model '{model}' is a {_FORMAT_WORDS[entry.format]}, but {app} loads {accepted}"
-            )
+            raise ModelError(f"model '{model}' is {_FORMAT_WORDS[entry.format]}, but {app} loads {accepted}")
         return _resolve_packaged(entry)
     path = Path(model).expanduser()
     if path.exists():

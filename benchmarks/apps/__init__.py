@@ -12,7 +12,9 @@ from benchmarks.apps.research import APP as DEEP_RESEARCH
 from benchmarks.apps.sleep import APP as SLEEP
 from benchmarks.apps.synthetic import APP as SYNTHETIC
 
-APP_TYPES: dict[str, AppType] = {app.name: app for app in (CHATBOT, DEEP_RESEARCH, IMAGEGEN, LIVE_CAPTIONS, SLEEP, SYNTHETIC)}
+APP_TYPES: dict[str, AppType] = {
+    app.name: app for app in (CHATBOT, DEEP_RESEARCH, IMAGEGEN, LIVE_CAPTIONS, SLEEP, SYNTHETIC)
+}
 
 ALIASES: dict[str, str] = {
     alias.lower(): app.name for app in APP_TYPES.values() for alias in (app.name, *app.aliases)

@@ -11,6 +11,7 @@ guidance; the PNG is saved with the result bundle.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -71,6 +72,8 @@ def check(unit: Application) -> list[str]:
 class ImageGenDriver(Driver):
     def load(self) -> dict[str, Any]:
         share_cpu_politely()
+        # transformers warns at import about optional image processors no text-to-image pipeline uses.
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         import torch
 
         opts = self.options
@@ -89,7 +92,7 @@ class ImageGenDriver(Driver):
             from diffusers import DiffusionPipeline
 
             where = str(model.path) if model.path is not None else model.hub_id
-            self.pipe = DiffusionPipeline.from_pretrained(where, torch_dtype=dtype)
+            self.pipe = DiffusionPipeline.from_pretrained(where, dtype=dtype)
             self.pipe.set_progress_bar_config(disable=True)
         family = type(self.pipe).__name__
         if not hasattr(self.pipe, "encode_prompt") or not hasattr(self.pipe, "vae"):

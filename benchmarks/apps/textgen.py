@@ -15,6 +15,7 @@ modules, which the spec imports to validate keys.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -206,6 +207,9 @@ class TransformersGenerator:
         loaded: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
         self.model: Any = loaded.to(self.device).eval()
         self.seed = seed
+        # transformers 5 renamed the KV-cache argument and output from past_key_values to cache.
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_key = "cache" if "cache" in params else "past_key_values"
 
     def describe(self) -> dict[str, Any]:
         """Return what the result records about the loaded backend."""
@@ -252,10 +256,10 @@ class TransformersGenerator:
         with torch.inference_mode():
             while len(tokens) < max_tokens:
                 with step("prefill" if not tokens else "decode"):
-                    result = self.model(input_ids=inputs, past_key_values=past, use_cache=True)
+                    result = self.model(input_ids=inputs, use_cache=True, **{self._cache_key: past})
                     logits = result.logits[0, -1].float().cpu()
                     token = self._pick(logits, temperature, gen)
-                past = result.past_key_values
+                past = getattr(result, self._cache_key)
                 if token in eos:
                     out.finish_reason = "stop"
                     break

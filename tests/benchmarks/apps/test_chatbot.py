@@ -1,0 +1,98 @@
+"""Chatbot on the packaged SmolLM2 GGUF with the real llama.cpp (and transformers) backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.apps.chatbot import check, load_prompts
+from benchmarks.models import resolve
+
+CHAT = """
+chat:
+  type: Chatbot
+  model: smollm2-135m
+  num_requests: 2
+  max_tokens: {max_tokens}
+  temperature: 0
+  device: cpu
+  backend: {backend}
+  prompts: {prompts}
+"""
+
+
+def prompts_file(tmp_path: Path, *contents: str) -> Path:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(
+        "".join(json.dumps({"messages": [{"role": "user", "content": c}]}) + "\n" for c in contents)
+    )
+    return path
+
+
+@pytest.mark.models
+def test_replies_stream_with_ttft_tpot_and_token_counts_equal_to_llama_cpp(run_driver, tmp_path):
+    prompts = prompts_file(tmp_path, "Name three colours.", "What is the capital of France?")
+    run = run_driver(CHAT.format(max_tokens=12, backend="llama_cpp", prompts=prompts))
+    records = run.records
+    assert len(records) == 2
+    assert run.loaded["sha256"] and run.loaded["source"] == "catalogue"
+
+    from llama_cpp import Llama
+
+    bare = Llama(model_path=str(resolve("smollm2-135m", ("gguf",), "t").path), n_ctx=2048, verbose=False)
+    stopped_early = 0
+    for record, turn in zip(records, load_prompts(prompts), strict=True):
+        m = record["metrics"]
+        assert m["ttft"] > 0 and m["tpot"] > 0 and m["e2e"] >= m["ttft"]
+        assert len(record["series"]["itl"]) == m["tokens_out"] - 1
+        direct = bare.create_chat_completion(messages=turn, max_tokens=12, temperature=0)
+        assert m["tokens_out"] == direct["usage"]["completion_tokens"]
+        assert m["tokens_in"] == direct["usage"]["prompt_tokens"]
+        assert record["info"]["reply"].strip() == direct["choices"][0]["message"]["content"].strip()
+        stopped_early += record["info"]["finish_reason"] == "stop"
+    bare.close()
+    # Every token is one gated step: one prefill per request, then one decode per further token
+    # (plus the step that produced the end-of-turn token when a reply ended on its own).
+    total = sum(int(r["metrics"]["tokens_out"]) for r in records)
+    assert run.gate.steps["prefill"] == 2
+    assert run.gate.steps["prefill"] + run.gate.steps["decode"] == total + stopped_early
+
+
+@pytest.mark.models
+def test_transformers_backend_runs_the_packaged_gguf_dequantised(run_driver, tmp_path):
+    prompts = prompts_file(tmp_path, "Say hello.")
+    run = run_driver(
+        CHAT.format(max_tokens=6, backend="transformers", prompts=prompts).replace(
+            "num_requests: 2", "num_requests: 1"
+        )
+    )
+    (record,) = run.records
+    assert run.loaded["backend"] == "transformers"
+    assert 1 <= record["metrics"]["tokens_out"] <= 6
+    assert record["metrics"]["ttft"] > 0
+    assert run.gate.steps["prefill"] == 1
+
+
+def test_a_bad_prompts_file_is_reported_with_its_line(tmp_path, make_unit):
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"prompt": "fine"}\n{"prompt": \n')
+    problems = check(make_unit(CHAT.format(max_tokens=4, backend="llama_cpp", prompts=bad)))
+    assert len(problems) == 1
+    assert str(bad) in problems[0] and "line 2" in problems[0] and "not valid JSON" in problems[0]
+
+
+def test_a_prompt_without_messages_or_prompt_is_reported(tmp_path):
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"text": "hi"}\n')
+    with pytest.raises(ValueError, match=r"entry 2: needs 'messages'"):
+        load_prompts(bad)
+
+
+def test_the_shipped_prompts_are_chat_turns():
+    from benchmarks.apps.datasets import DATA_DIR
+
+    turns = load_prompts(DATA_DIR / "prompts.jsonl")
+    assert len(turns) >= 20
+    assert all(turn[-1]["role"] == "user" for turn in turns)

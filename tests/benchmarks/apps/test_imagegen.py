@@ -1,0 +1,67 @@
+"""ImageGen with diffusers on tiny random Stable Diffusion architectures and a local diffusers folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.models import check_model
+
+IMAGEGEN = """
+images:
+  type: ImageGen
+  model: {model}
+  num_requests: 1
+  steps: 10
+  height: 64
+  width: 64
+  guidance_scale: 5
+  device: cpu
+"""
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("model", ["sd-tiny@random", "sd3-tiny@random"])
+def test_ten_denoising_steps_make_a_64px_image_saved_with_its_settings(run_driver, model):
+    from PIL import Image
+
+    run = run_driver(IMAGEGEN.format(model=model), seed=11)
+    (record,) = run.records
+    steps = record["series"]["step"]
+    assert len(steps) == 10 and all(s > 0 for s in steps)
+    m = record["metrics"]
+    assert m["step"] == pytest.approx(sum(steps) / 10)
+    assert m["vae_decode"] > 0 and m["image"] >= sum(steps) + m["vae_decode"]
+    info = record["info"]
+    assert (info["seed"], info["steps"], info["guidance_scale"]) == (11, 10, 5.0)
+    with Image.open(info["image"]) as image:
+        assert image.size == (64, 64)
+    assert run.loaded["weights"] == "random" and run.loaded["architecture"] == model.split("@")[0]
+    assert run.gate.steps == {"text_encode": 1, "denoise": 10, "vae_decode": 1}
+
+
+@pytest.mark.models
+def test_a_local_diffusers_folder_loads_and_is_recorded_by_hash(run_driver, tmp_path):
+    import torch
+
+    from benchmarks.models import RANDOM, build_random_pipeline
+
+    folder = tmp_path / "sd-tiny"
+    build_random_pipeline(RANDOM["sd-tiny"], 0, torch.float32).save_pretrained(folder)
+    run = run_driver(IMAGEGEN.format(model=folder))
+    assert run.loaded["source"] == "path" and len(run.loaded["sha256"]) == 64
+    assert run.loaded["pipeline"] == "StableDiffusionPipeline"
+    (record,) = run.records
+    assert len(record["series"]["step"]) == 10
+
+
+def test_the_full_size_random_model_is_refused_on_a_cpu():
+    (problem,) = check_model("sd3.5-medium@random", ("diffusers",), "ImageGen", "cpu")
+    assert "sd3.5-medium@random" in problem and "device: gpu" in problem
+    assert check_model("sd3.5-medium@random", ("diffusers",), "ImageGen", "gpu") == []
+
+
+def test_image_sizes_must_be_multiples_of_8(make_unit):
+    from benchmarks.spec import WorkflowValidationError
+
+    with pytest.raises(WorkflowValidationError, match="multiple of 8"):
+        make_unit(IMAGEGEN.format(model="sd-tiny@random").replace("height: 64", "height: 60"))

@@ -1,0 +1,104 @@
+"""DeepResearch: the agent loop on the packaged SmolLM2 with the offline tools."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.apps.research import Library, action_grammar, calculate, check
+from benchmarks.runner import run_workflow
+from benchmarks.spec import load_yaml
+
+RESEARCH = """
+research:
+  type: DeepResearch
+  model: smollm2-135m
+  num_requests: 1
+  max_steps: 3
+  device: cpu
+"""
+
+
+@pytest.mark.models
+def test_the_agent_calls_a_tool_and_answers(run_driver, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "How many planets does the solar system have?"}) + "\n")
+    run = run_driver(RESEARCH + f"  questions: {questions}\n")
+    (record,) = run.records
+    m, info = record["metrics"], record["info"]
+    assert m["tool_calls"] >= 1
+    assert info["trace"][0]["action"] == "search" and info["trace"][0]["observation"]
+    assert info["answer"].strip()
+    assert m["llm_calls"] == 1 + m["steps"]  # the plan, then one call per step
+    assert m["tokens_in"] > m["tokens_out"] > 0
+    assert run.gate.steps["prefill"] == m["llm_calls"]
+
+
+class Stops:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        self.events.append(dict(event))
+
+
+@pytest.mark.models
+def test_background_research_stops_within_two_seconds_of_the_foreground_finishing():
+    workflow = load_yaml(
+        RESEARCH.replace("max_steps: 3", "max_steps: 20")
+        + """
+pause:
+  type: Sleep
+  sleep_time: 1
+workflows:
+  research_bg: {uses: research, background: true}
+  pause_node: {uses: pause, depend_on: [research_bg]}
+""",
+        name="bg",
+    )
+    sink = Stops()
+    started = time.monotonic()
+    result = run_workflow(workflow, sink=sink)
+    assert time.monotonic() - started < 60
+    node = next(n for n in result["nodes"] if n["name"] == "research_bg")
+    assert node["status"] == "stopped"
+    asked = next(e["t"] for e in sink.events if e["kind"] == "node_status" and e.get("status") == "stopping")
+    # finished_at is when the process was reaped, after it saw the stop at a token boundary.
+    assert node["finished_at"] - asked < 2.0
+
+
+def test_search_ranks_the_document_that_answers_first():
+    library = Library(DATA_DIR / "documents")
+    assert library.search("real-time factor live captions whisper")[0][0] == "speech-recognition"
+    assert library.search("zzzz qqqq") == []
+
+
+def test_the_calculator_does_arithmetic_and_nothing_else():
+    assert calculate("200 / 40") == 5
+    assert calculate("(1 + 0.05) ** 5 * 1000") == pytest.approx(1276.28, abs=0.01)
+    for bad in ("__import__('os')", "2 ** 1000", "1 / 0", "x + 1"):
+        with pytest.raises(ValueError):
+            calculate(bad)
+
+
+def test_every_action_grammar_compiles_in_llama_cpp():
+    from llama_cpp import LlamaGrammar
+
+    ids = list(Library(DATA_DIR / "documents").docs)
+    for actions in (("plan",), ("search",), ("read",), ("answer",), ("search", "read", "calc", "answer")):
+        LlamaGrammar.from_string(action_grammar(actions, ids), verbose=False)
+
+
+def test_a_missing_documents_folder_and_bad_questions_are_both_reported(make_unit, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": ""}\n')
+    problems = check(make_unit(RESEARCH + f"  questions: {questions}\n  documents: {tmp_path / 'none'}\n"))
+    assert problems == [
+        f"questions file {questions}, entry 1: 'question' must be a non-empty string",
+        f"documents folder {tmp_path / 'none'} does not exist",
+    ]

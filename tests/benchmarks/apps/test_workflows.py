@@ -1,0 +1,106 @@
+"""Real applications inside workflows: concurrency on one timeline, the examples, and clean failures."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from benchmarks.results import ResultDocument
+from benchmarks.runner import PreflightError, preflight, run_workflow
+from benchmarks.spec import load_file, load_yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ("content-creation.yml", "three-apps.yml")
+
+
+def no_children_left() -> bool:
+    """True when no application process outlived its run (multiprocessing's resource tracker may)."""
+    others = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "resource_tracker" not in " ".join(p.cmdline())
+    ]
+    return not multiprocessing.active_children() and not others
+
+
+@pytest.mark.models
+def test_chatbot_captions_and_imagegen_run_at_once_on_one_timeline(tmp_path):
+    result = run_workflow(load_file(ROOT / "examples" / "three-apps.yml"), out_dir=tmp_path)
+    ResultDocument.model_validate(result)
+    assert [n["status"] for n in result["nodes"]] == ["succeeded"] * 3
+    apps = {a["type"]: a for a in result["applications"]}
+    assert apps["Chatbot"]["metrics"]["ttft"]["count"] == 8
+    assert apps["LiveCaptions"]["metrics"]["wer"]["count"] == 3
+    assert apps["ImageGen"]["metrics"]["step"]["count"] == 8
+    # One clock for all: every request sits on the run's timeline, and all three were busy together.
+    spans = {
+        t: (min(r["start"] for r in a["requests"]), max(r["end"] for r in a["requests"]))
+        for t, a in apps.items()
+    }
+    assert all(0 <= start < end <= result["makespan_s"] + 1 for start, end in spans.values())
+    assert max(s for s, _ in spans.values()) < min(e for _, e in spans.values())
+    assert len(list((tmp_path / "artifacts" / "imagegen").glob("image-*.png"))) == 8
+    assert no_children_left()
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_examples_validate_and_can_start_here(name):
+    assert preflight(load_file(ROOT / "examples" / name)) == []
+
+
+def test_a_missing_model_stops_the_run_before_anything_starts():
+    workflow = load_yaml("chat:\n  type: Chatbot\n  model: llama-99b\n  device: cpu\n", name="t")
+    with pytest.raises(PreflightError) as err:
+        run_workflow(workflow)
+    (problem,) = err.value.problems
+    assert problem.startswith("unit 'chat': model 'llama-99b' is not a catalogue name")
+    assert no_children_left()
+
+
+def test_the_cli_reports_a_bad_audio_file_once_and_exits_2(tmp_path):
+    bad = tmp_path / "talk.wav"
+    bad.write_bytes(b"\x00" * 64)
+    spec = tmp_path / "w.yml"
+    spec.write_text(f"captions:\n  type: live_captions\n  client_command_file: {bad}\n  device: cpu\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cli", "run", str(spec), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if str(bad) in line]
+    assert len(lines) == 1 and "not readable audio" in lines[0] and "unit 'captions'" in lines[0]
+    assert no_children_left()
+
+
+@pytest.mark.models
+def test_a_corrupt_model_fails_its_node_and_skips_its_dependents_without_stray_processes(tmp_path):
+    corrupt = tmp_path / "broken.gguf"
+    corrupt.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 4096)
+    workflow = load_yaml(
+        f"""
+chat:
+  type: Chatbot
+  model: {corrupt}
+  device: cpu
+after:
+  type: Sleep
+  sleep_time: 0
+workflows:
+  chat_node: {{uses: chat}}
+  after_node: {{uses: after, depend_on: [chat_node]}}
+""",
+        name="t",
+    )
+    result = run_workflow(workflow)
+    status = {n["name"]: (n["status"], n["reason"]) for n in result["nodes"]}
+    assert status["chat_node"][0] == "failed" and "broken.gguf" in status["chat_node"][1]
+    assert status["after_node"] == ("skipped", "dependency 'chat_node' failed")
+    assert no_children_left()
