@@ -378,14 +378,18 @@ class RunTelemetryApi(APIView):
         params = self.FilterSerializer(data=data)
         params.is_valid(raise_exception=True)
         v = params.validated_data
-        series = run_selectors.run_telemetry(
-            run=run,
-            source=v.get("source"),
-            metrics_wanted=v.get("metric"),
-            t_min=v.get("t_min"),
-            t_max=v.get("t_max"),
-            points=v["points"],
-        )
+        whole_run = v.get("source") is None and v.get("t_min") is None and v.get("t_max") is None
+        if whole_run and v["points"] == run_selectors.CHART_POINTS:
+            series = run_selectors.run_telemetry_overview(run=run, metrics_wanted=v.get("metric"))
+        else:
+            series = run_selectors.run_telemetry(
+                run=run,
+                source=v.get("source"),
+                metrics_wanted=v.get("metric"),
+                t_min=v.get("t_min"),
+                t_max=v.get("t_max"),
+                points=v["points"],
+            )
         return Response(
             {"run": run.pk, "available": run_selectors.run_telemetry_metrics(run=run), "series": series}
         )

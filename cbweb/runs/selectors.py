@@ -214,6 +214,17 @@ def run_telemetry(
     return out
 
 
+def run_telemetry_overview(*, run: Run, metrics_wanted: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Return whole-run telemetry at ``CHART_POINTS``: the overview stored when the run finished, or
+    computed now while it is still running. Same series shape as ``run_telemetry``."""
+    if run.telemetry_overview is None:
+        return run_telemetry(run=run, metrics_wanted=metrics_wanted)
+    if metrics_wanted is None:
+        return list(run.telemetry_overview)
+    wanted = set(metrics_wanted)
+    return [s for s in run.telemetry_overview if s["metric"] in wanted]
+
+
 def run_bundle_files(*, run: Run) -> list[dict[str, Any]]:
     """Return the files of the run's result bundle (relative path, size, whether it is an image)."""
     if not run.bundle_dir:
@@ -300,7 +311,7 @@ def run_charts(*, run: Run) -> dict[str, Any]:
         "duration_s": max([*ends, duration or 0.0]) if ends or duration else None,
         "latency": run_latency_series(run=run),
         "gantt": gantt,
-        "telemetry": run_telemetry(run=run, metrics_wanted=page_metrics(run=run)),
+        "telemetry": run_telemetry_overview(run=run, metrics_wanted=page_metrics(run=run)),
     }
 
 

@@ -23,6 +23,7 @@ from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.progress import initial_progress
+from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.models import WorkflowVersion
 
@@ -198,8 +199,25 @@ def run_finish(*, run_id: int, result: dict[str, Any], bundle_dir: str = "") -> 
     run.result = stripped
     run.bundle_dir = bundle_dir
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "error", "summary", "result", "bundle_dir", "finished_at"])
+    run.telemetry_overview = run_telemetry(run=run)
+    run.save(
+        update_fields=[
+            "status",
+            "error",
+            "summary",
+            "result",
+            "bundle_dir",
+            "finished_at",
+            "telemetry_overview",
+        ]
+    )
     return run
+
+
+def run_refresh_telemetry_overview(*, run_id: int) -> None:
+    """Recompute a finished run's chart overview (after telemetry was added to it, e.g. by an import)."""
+    run = Run.objects.get(pk=run_id)
+    Run.objects.filter(pk=run_id).update(telemetry_overview=run_telemetry(run=run))
 
 
 def run_fail(*, run_id: int, error: str) -> bool:

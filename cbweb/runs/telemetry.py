@@ -161,14 +161,21 @@ def lttb(x: np.ndarray, y: np.ndarray, n_out: int) -> tuple[np.ndarray, np.ndarr
     ay = np.empty((nb, m))
     ax[0], ay[0] = x[0], y[0]
     ax[1:], ay[1:] = bx[:-1], by[:-1]
+    # Twice the triangle area (a, b, c) is |A*by + B*bx + C| with A, B, C fixed per anchor a: one
+    # multiply-add pass over (anchors x candidates) instead of the textbook formula's six.
+    coef_a = ax - cx[:, None]
+    coef_b = cy[:, None] - ay
+    coef_c = cx[:, None] * ay - ax * cy[:, None]
+    penalty = np.where(valid, 0.0, -np.inf)
     best = np.empty((nb, m), dtype=np.int64)
     block = max(1, _LTTB_BLOCK_ELEMENTS // (m * m))
     for lo in range(0, nb, block):
         hi = min(nb, lo + block)
-        a_x, a_y = ax[lo:hi, :, None], ay[lo:hi, :, None]
-        c_x, c_y = cx[lo:hi, None, None], cy[lo:hi, None, None]
-        area = np.abs((a_x - c_x) * (by[lo:hi, None, :] - a_y) - (a_x - bx[lo:hi, None, :]) * (c_y - a_y))
-        area = np.where(valid[lo:hi, None, :], area, -1.0)
+        area = coef_a[lo:hi, :, None] * by[lo:hi, None, :]
+        area += coef_b[lo:hi, :, None] * bx[lo:hi, None, :]
+        area += coef_c[lo:hi, :, None]
+        np.abs(area, out=area)
+        area += penalty[lo:hi, None, :]
         best[lo:hi] = area.argmax(axis=2)
     chosen = []
     j = 0

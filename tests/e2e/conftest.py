@@ -3,7 +3,9 @@ SQLite database, with the local run executor, exactly as `make demo` would serve
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,11 +40,11 @@ def _manage(env: dict[str, str], *args: str) -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+@contextlib.contextmanager
+def serve(tmp: Path) -> Iterator[LiveApp]:
+    """Migrate a fresh database in ``tmp``, create the e2e user, serve the app until the block ends."""
     if not (ROOT / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js").is_file():
         pytest.fail("Chart.js is not installed: run `npm ci` in the checkout (make install does)")
-    tmp = tmp_path_factory.mktemp("e2e")
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "cbweb.settings",
@@ -77,8 +79,15 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
                 time.sleep(0.2)
         yield LiveApp(f"http://127.0.0.1:{port}", env, log)
     finally:
-        server.terminate()
+        # SIGINT lets the server exit normally, so the run executor's application processes end too.
+        server.send_signal(signal.SIGINT)
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+    with serve(tmp_path_factory.mktemp("e2e")) as app:
+        yield app
