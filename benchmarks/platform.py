@@ -50,6 +50,15 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+def visible_indices(count: int) -> list[int]:
+    """Return the NVML indices this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else all."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(range(count))
+    wanted = [v.strip() for v in visible.split(",") if v.strip()]
+    return [int(v) for v in wanted if v.isdigit() and int(v) < count]
+
+
 @cache
 def gpus() -> list[dict[str, Any]]:
     """Return the NVIDIA GPUs visible to this process (name, memory, driver, CUDA), or [] with none."""
@@ -64,13 +73,8 @@ def gpus() -> list[dict[str, Any]]:
     try:
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        indices: list[int] = list(range(pynvml.nvmlDeviceGetCount()))
-        if visible is not None:
-            wanted = [v.strip() for v in visible.split(",") if v.strip()]
-            indices = [int(v) for v in wanted if v.isdigit() and int(v) < pynvml.nvmlDeviceGetCount()]
         out = []
-        for i in indices:
+        for i in visible_indices(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(handle)
             out.append(

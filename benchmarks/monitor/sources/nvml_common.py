@@ -6,11 +6,11 @@ outputs recorded on a real GPU through the same code.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.monitor.base import SourceUnavailable
+from benchmarks.platform import visible_indices
 
 
 @dataclass(frozen=True)
@@ -38,18 +38,6 @@ def load_nvml(nvml: Any) -> Any:
 def nvml_error(exc: BaseException) -> str:
     """Return an NVML error as ``<ErrorClass>: <message>`` (e.g. ``NVMLError_LibraryNotFound: ...``)."""
     return f"{type(exc).__name__}: {exc}"
-
-
-def visible_indices(count: int) -> list[int]:
-    """Return the NVML indices this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else all.
-
-    Mirrors ``benchmarks.platform.gpus`` so that the monitor watches the GPUs the run was pinned to.
-    """
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return list(range(count))
-    wanted = [v.strip() for v in visible.split(",") if v.strip()]
-    return [int(v) for v in wanted if v.isdigit() and int(v) < count]
 
 
 def init_gpus(nvml: Any) -> list[Gpu]:
