@@ -240,3 +240,54 @@ def test_finish_of_a_run_no_longer_running_stores_nothing(
     with pytest.raises(RunStateError):
         run_finish(run_id=run.pk, result=_result())
     assert not ApplicationResult.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claims_let_exactly_one_worker_win(alice: Any, make_workflow: Any) -> None:
+    import threading
+
+    from django.db import connection
+
+    # Created without run_create: a committed run_create would hand the run to the local executor.
+    run = Run.objects.create(
+        workflow_version=version_latest(workflow=make_workflow(alice)), scheduler="greedy", owner=alice
+    )
+    barrier = threading.Barrier(6)
+    wins: list[str] = []
+
+    def claim(name: str) -> None:
+        try:
+            barrier.wait()
+            if run_claim(run_id=run.pk, worker=name):
+                wins.append(name)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim, args=(f"w{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert Run.objects.get(pk=run.pk).worker == wins[0]
+
+
+def test_finishing_stores_the_telemetry_overview_the_pages_use(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from cbweb.runs.selectors import run_telemetry_overview
+    from cbweb.runs.services import run_store_telemetry
+    from cbweb.runs.telemetry import TelemetryBuffer
+
+    run = make_run(make_workflow(alice), alice)
+    run_claim(run_id=run.pk, worker="w")
+    buffer = TelemetryBuffer()
+    for i in range(5000):
+        buffer.add("nvml", "gpu0.power_w", i * 0.05, float(i % 13))
+    run_store_telemetry(run_id=run.pk, chunks=buffer.take())
+    run = run_finish(run_id=run.pk, result=_result())
+    [series] = run.telemetry_overview
+    assert series["samples"] == 5000 and len(series["t"]) == 2000
+    # The stored overview is what the pages serve, not a recomputation.
+    Run.objects.filter(pk=run.pk).update(telemetry_overview=[{**series, "v": [0.0] * 2000}])
+    assert run_telemetry_overview(run=Run.objects.get(pk=run.pk))[0]["v"] == [0.0] * 2000

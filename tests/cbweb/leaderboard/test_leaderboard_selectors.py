@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from typing import Any
+
+from cbweb.leaderboard.selectors import leaderboard_rows
+from cbweb.runs.models import Run
+from cbweb.runs.services import run_create
+from cbweb.workflows.selectors import version_latest
+
+
+def test_rows_group_succeeded_runs_and_rank_by_mean_attainment(alice: Any, make_workflow: Any) -> None:
+    workflow = make_workflow(alice)
+    runs = run_create(version=version_latest(workflow=workflow), user=alice, repeats=3)
+    other = run_create(version=version_latest(workflow=workflow), user=alice, scheduler="credit")[0]
+    for run, attainment in zip([*runs, other], [0.5, 0.7, 0.9, 0.95], strict=True):
+        Run.objects.filter(pk=run.pk).update(
+            status="succeeded", summary={"mean_attainment": attainment, "makespan_s": 2.0}
+        )
+    rows = leaderboard_rows()
+    assert [(r["scheduler"], r["runs"]) for r in rows] == [("credit", 1), ("greedy", 3)]
+    mean, half = rows[1]["attainment"]
+    assert abs(mean - 0.7) < 1e-9 and half is not None and half > 0
