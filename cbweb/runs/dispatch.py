@@ -38,8 +38,15 @@ class LocalExecutor:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
+        from cbweb.runs.models import Run
+
         self.queue: queue.Queue[int] = queue.Queue()
         self.worker = f"{socket.gethostname()}:{os.getpid()}:local"
+        # Runs queued before this process started (a restarted dev server) are picked up too; a run
+        # queued twice is harmless, the second claim finds it taken.
+        waiting = Run.objects.filter(status=Run.Status.QUEUED).order_by("pk")
+        for run_id in waiting.values_list("pk", flat=True):
+            self.queue.put(run_id)
         self.thread = threading.Thread(target=self._loop, name="cb-local-executor", daemon=True)
         self.thread.start()
 

@@ -136,3 +136,15 @@ def test_pages_render_for_anonymous_readers_and_can_require_login(db: Any, setti
         assert client.get(path).status_code == 200, path
     settings.CB_READ_REQUIRES_LOGIN = True
     assert client.get("/runs/").status_code == 302
+
+
+def test_images_in_the_bundle_are_shown_on_the_result_page(finished_run: Run) -> None:
+    from pathlib import Path
+
+    image = Path(finished_run.bundle_dir) / "artifacts" / "chat" / "image-0.png"
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"\x89PNG\r\n\x1a\n")
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert f'<img src="/runs/{finished_run.pk}/files/artifacts/chat/image-0.png"' in html
+    response = Client().get(f"/runs/{finished_run.pk}/files/artifacts/chat/image-0.png")
+    assert response["Content-Type"] == "image/png"

@@ -206,3 +206,17 @@ def test_editing_someone_elses_workflow_is_forbidden(bob: Any, alice: Any, make_
 @pytest.mark.parametrize("path", ["a.b", 'workflows."my node".depend_on[1]', "x[0][2]", '"a.b"'])
 def test_split_path_inverts_the_engines_format_path(path: str) -> None:
     assert format_path(tuple(split_path(path))) == path
+
+
+def test_an_uploaded_yaml_file_is_imported_into_the_editor(browser: Client) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("mixed.yml", MIXED.encode(), content_type="application/x-yaml")
+    response = browser.post("/workflows/new/", {"action": "import", "yaml_file": upload})
+    assert response.status_code == 200
+    assert [f["node"].value() for f in response.context["formset"].forms] == [
+        "warm_node",
+        "load_node",
+        "again",
+    ]
+    assert 'data-node="again"' in response.context["svg"]
