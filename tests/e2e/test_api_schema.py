@@ -21,7 +21,7 @@ def schema_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
         yield app
 
 
-def test_no_operation_answers_a_server_error(schema_app: LiveApp) -> None:
+def test_no_operation_answers_a_server_error(schema_app: LiveApp, tmp_path: Path) -> None:
     token = (
         subprocess.run(
             [sys.executable, "manage.py", "create_api_token", "fuzzer"],
@@ -55,7 +55,8 @@ def test_no_operation_answers_a_server_error(schema_app: LiveApp) -> None:
             "--report-junit-path",
             str(ARTIFACTS / "schemathesis.xml"),
         ],
-        cwd=ROOT,
+        # Its example database goes to a temporary folder, not the checkout.
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=500,
