@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 # The run page polls every second: writing progress twice a second keeps it live without a write
 # per event (a chatbot emits one per token).
 PROGRESS_FLUSH_S = 0.5
+# Without any event (a long request, the monitor off) progress is still written this often, so the
+# run's heartbeat shows the worker alive to the reaper.
+HEARTBEAT_S = 10.0
 # Telemetry at 20 Hz gives 40 samples per metric in 2 s: each flush rewrites the open chunk of
 # every metric in one transaction, a dozen small writes, so the monitor's cost stays negligible.
 TELEMETRY_FLUSH_S = 2.0
@@ -52,7 +55,8 @@ class DatabaseSink:
     def tick(self) -> None:
         """Write what is due: progress every PROGRESS_FLUSH_S, telemetry every TELEMETRY_FLUSH_S."""
         now = clock.now()
-        if self.progress.changed and now - self.last_progress >= PROGRESS_FLUSH_S:
+        since = now - self.last_progress
+        if (self.progress.changed and since >= PROGRESS_FLUSH_S) or since >= HEARTBEAT_S:
             self.flush_progress()
         if now - self.last_telemetry >= TELEMETRY_FLUSH_S:
             self.flush_telemetry()

@@ -222,17 +222,15 @@ def build_editor(
     )
 
 
-def default_card(n: int, type_name: str | None = None) -> dict[str, Any]:
-    """Return the initial values of a new card: the first registered type with its defaults."""
-    app = APP_TYPES[type_name or next(iter(APP_TYPES))]
-    card: dict[str, Any] = {
+def default_card(n: int) -> dict[str, Any]:
+    """Return the initial values of a new card (the option fields carry their types' defaults)."""
+    return {
         "node": f"app{n}",
-        "type": app.name,
+        "type": next(iter(APP_TYPES)),
         "device": "auto",
         "arrival": "closed",
         "warmup_requests": 0,
     }
-    return card
 
 
 def cards_from_bound(formset: Any) -> list[dict[str, Any]]:
