@@ -9,8 +9,9 @@ grow, as a user would.
 Transcription follows the local-agreement policy of streaming Whisper systems (whisper_streaming):
 each step transcribes the buffer (the audio since the last committed sentence end), and the new words
 on which two consecutive hypotheses agree are committed (emitted). The last chunk commits everything.
-Per chunk: ``chunk`` latency and ``rtf`` (processing time / chunk duration); per stream, on its last
-chunk: ``wer`` against the reference transcript when there is one.
+Per chunk: the ``chunk`` latency (seconds, a metric) and, in the record's info, ``rtf`` (processing
+time / chunk duration), the newly committed text and, on a stream's last chunk, the transcript and its
+``wer`` against the reference transcript when there is one.
 """
 
 from __future__ import annotations
@@ -245,8 +246,9 @@ class CaptionsDriver(Driver):
             if new and (new[-1].text.strip()[-1:] in ".?!" or chunk_end - buffer_start > opts.max_buffer_s):
                 buffer_start = new[-1].end
             record.end = now()
-            record.metrics.update(chunk=record.end - due, rtf=busy / max(chunk_end - k * opts.chunk_s, 1e-6))
+            record.metrics["chunk"] = record.end - due
             record.info.update(
+                rtf=busy / max(chunk_end - k * opts.chunk_s, 1e-6),
                 stream=stream,
                 clip=clip.path.name,
                 chunk=k,
@@ -295,7 +297,7 @@ class CaptionsDriver(Driver):
         record.info["transcript"] = transcript
         if clip.reference is not None:
             reference = clip.reference.read_text(encoding="utf-8")
-            record.metrics["wer"] = word_error_rate(reference, transcript)
+            record.info["wer"] = word_error_rate(reference, transcript)
             record.info["reference"] = reference.strip()
 
     def close(self) -> None:

@@ -115,7 +115,12 @@ class ChatbotDriver(Driver):
         metrics, series = reply.latency_metrics(record.arrival)
         record.metrics.update(metrics)
         record.series.update(series)
-        record.info.update(finish_reason=reply.finish_reason, reply=reply.text)
+        record.info.update(
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            finish_reason=reply.finish_reason,
+            reply=reply.text,
+        )
 
     def close(self) -> None:
         gen = getattr(self, "gen", None)

@@ -281,14 +281,17 @@ class ResearchDriver(Driver):
                 {"role": "user", "content": f"Result: {observation}"},
             ]
         tool_calls = sum(1 for t in trace if t["action"] in ("search", "read", "calc"))
-        record.metrics.update(
-            steps=float(len(trace)),
-            tool_calls=float(tool_calls),
-            llm_calls=float(len(self._calls)),
-            tokens_in=float(sum(c.tokens_in for c in self._calls)),
-            tokens_out=float(sum(c.tokens_out for c in self._calls)),
+        record.info.update(
+            steps=len(trace),
+            tool_calls=tool_calls,
+            llm_calls=len(self._calls),
+            tokens_in=sum(c.tokens_in for c in self._calls),
+            tokens_out=sum(c.tokens_out for c in self._calls),
+            question=question,
+            answer=answer,
+            plan=plan,
+            trace=trace,
         )
-        record.info.update(question=question, answer=answer, plan=plan.strip(), trace=trace)
         if payload["expected"]:
             record.info["expected_found"] = all(e.lower() in answer.lower() for e in payload["expected"])
 

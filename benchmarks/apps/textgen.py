@@ -47,11 +47,10 @@ class Generation:
     finish_reason: str = "length"
 
     def latency_metrics(self, arrival: float) -> tuple[dict[str, float], dict[str, list[float]]]:
-        """Return (metrics, series): TTFT from ``arrival`` to the first non-empty token, TPOT, ITL series.
-
-        TPOT is decode time / (tokens - 1): the time from the first to the last token over the gaps.
+        """Return (metrics, series) in seconds: TTFT from ``arrival`` to the first non-empty token, TPOT,
+        and the inter-token latencies ``itl``. TPOT is (last token - first token) / (tokens - 1).
         """
-        metrics: dict[str, float] = {"tokens_in": float(self.tokens_in), "tokens_out": float(self.tokens_out)}
+        metrics: dict[str, float] = {}
         series: dict[str, list[float]] = {}
         if self.first_text_time is not None:
             metrics["ttft"] = self.first_text_time - arrival

@@ -44,18 +44,18 @@ def test_replies_stream_with_ttft_tpot_and_token_counts_equal_to_llama_cpp(run_d
     bare = Llama(model_path=str(resolve("smollm2-135m", ("gguf",), "t").path), n_ctx=2048, verbose=False)
     stopped_early = 0
     for record, turn in zip(records, load_prompts(prompts), strict=True):
-        m = record["metrics"]
+        m, info = record["metrics"], record["info"]
         assert m["ttft"] > 0 and m["tpot"] > 0 and m["e2e"] >= m["ttft"]
-        assert len(record["series"]["itl"]) == m["tokens_out"] - 1
+        assert len(record["series"]["itl"]) == info["tokens_out"] - 1
         direct = bare.create_chat_completion(messages=turn, max_tokens=12, temperature=0)
-        assert m["tokens_out"] == direct["usage"]["completion_tokens"]
-        assert m["tokens_in"] == direct["usage"]["prompt_tokens"]
+        assert info["tokens_out"] == direct["usage"]["completion_tokens"]
+        assert info["tokens_in"] == direct["usage"]["prompt_tokens"]
         assert record["info"]["reply"].strip() == direct["choices"][0]["message"]["content"].strip()
         stopped_early += record["info"]["finish_reason"] == "stop"
     bare.close()
     # Every token is one gated step: one prefill per request, then one decode per further token
     # (plus the step that produced the end-of-turn token when a reply ended on its own).
-    total = sum(int(r["metrics"]["tokens_out"]) for r in records)
+    total = sum(r["info"]["tokens_out"] for r in records)
     assert run.gate.steps["prefill"] == 2
     assert run.gate.steps["prefill"] + run.gate.steps["decode"] == total + stopped_early
 
@@ -70,7 +70,7 @@ def test_transformers_backend_runs_the_packaged_gguf_dequantised(run_driver, tmp
     )
     (record,) = run.records
     assert run.loaded["backend"] == "transformers"
-    assert 1 <= record["metrics"]["tokens_out"] <= 6
+    assert 1 <= record["info"]["tokens_out"] <= 6
     assert record["metrics"]["ttft"] > 0
     assert run.gate.steps["prefill"] == 1
 

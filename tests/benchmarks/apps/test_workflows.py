@@ -35,7 +35,7 @@ def test_chatbot_captions_and_imagegen_run_at_once_on_one_timeline(tmp_path):
     assert [n["status"] for n in result["nodes"]] == ["succeeded"] * 3
     apps = {a["type"]: a for a in result["applications"]}
     assert apps["Chatbot"]["metrics"]["ttft"]["count"] == 8
-    assert apps["LiveCaptions"]["metrics"]["wer"]["count"] == 3
+    assert sum("wer" in r["info"] for r in apps["LiveCaptions"]["requests"]) == 3
     assert apps["ImageGen"]["metrics"]["step"]["count"] == 8
     # One clock for all: every request sits on the run's timeline, and all three were busy together.
     spans = {
