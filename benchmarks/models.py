@@ -523,13 +523,25 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, [chr(c) for c in cs], strict=True))
 
 
-def build_random_pipeline(model: RandomModel, seed: int, dtype: Any) -> Any:
-    """Return a diffusers pipeline of the architecture with weights drawn from ``seed`` (no download)."""
+def build_random_pipeline(model: RandomModel, seed: int, dtype: Any, device: str = "cpu") -> Any:
+    """Return a diffusers pipeline of the architecture with weights drawn from ``seed`` (no download).
+
+    The modules are created directly on ``device`` (random init of a full-size model on a CPU takes
+    minutes; ``meta`` builds the shapes alone, for checking a config).
+    """
     import torch
+
+    torch.manual_seed(seed)
+    with torch.device(device):
+        pipe = _build_random(model)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe if dtype == torch.float32 else pipe.to(dtype=dtype)
+
+
+def _build_random(model: RandomModel) -> Any:
     from diffusers import AutoencoderKL
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    torch.manual_seed(seed)
     cfg = model.config
     tokenizer = clip_tokenizer()
 
@@ -545,27 +557,27 @@ def build_random_pipeline(model: RandomModel, seed: int, dtype: Any) -> Any:
         cls = CLIPTextModelWithProjection if projection else CLIPTextModel
         return cls(text_config)
 
-    pipe: Any
-    vae: Any
+    blocks = len(cfg["vae"]["block_out_channels"])
+    vae: Any = AutoencoderKL(
+        down_block_types=["DownEncoderBlock2D"] * blocks,
+        up_block_types=["UpDecoderBlock2D"] * blocks,
+        **cfg["vae"],
+    )
     if model.family == "sd":
         from diffusers import DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
 
-        vae = AutoencoderKL(
-            down_block_types=["DownEncoderBlock2D"] * len(cfg["vae"]["block_out_channels"]),
-            up_block_types=["UpDecoderBlock2D"] * len(cfg["vae"]["block_out_channels"]),
-            **cfg["vae"],
-        )
         unet = UNet2DConditionModel(
             sample_size=8,
             in_channels=vae.config.latent_channels,
             out_channels=vae.config.latent_channels,
             **cfg["unet"],
         )
-        pipe = StableDiffusionPipeline(
+        return StableDiffusionPipeline(
             vae=vae,
             text_encoder=clip(cfg["text_encoder"], False),
             tokenizer=tokenizer,
             unet=unet,
+            # Stable Diffusion 1.5's own scheduler settings.
             scheduler=DDIMScheduler(
                 beta_schedule="scaled_linear",
                 beta_start=0.00085,
@@ -579,25 +591,16 @@ def build_random_pipeline(model: RandomModel, seed: int, dtype: Any) -> Any:
             image_encoder=None,
             requires_safety_checker=False,
         )
-    else:
-        from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+    from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
 
-        blocks = len(cfg["vae"]["block_out_channels"])
-        vae = AutoencoderKL(
-            down_block_types=["DownEncoderBlock2D"] * blocks,
-            up_block_types=["UpDecoderBlock2D"] * blocks,
-            **cfg["vae"],
-        )
-        pipe = StableDiffusion3Pipeline(
-            transformer=SD3Transformer2DModel(**cfg["transformer"]),
-            scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
-            vae=vae,
-            text_encoder=clip(cfg["text_encoder"], True),
-            tokenizer=tokenizer,
-            text_encoder_2=clip(cfg["text_encoder_2"], True),
-            tokenizer_2=tokenizer,
-            text_encoder_3=None,
-            tokenizer_3=None,
-        )
-    pipe.set_progress_bar_config(disable=True)
-    return pipe if dtype == torch.float32 else pipe.to(dtype=dtype)
+    return StableDiffusion3Pipeline(
+        transformer=SD3Transformer2DModel(**cfg["transformer"]),
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
+        vae=vae,
+        text_encoder=clip(cfg["text_encoder"], True),
+        tokenizer=tokenizer,
+        text_encoder_2=clip(cfg["text_encoder_2"], True),
+        tokenizer_2=tokenizer,
+        text_encoder_3=None,
+        tokenizer_3=None,
+    )

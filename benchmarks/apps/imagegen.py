@@ -87,7 +87,7 @@ class ImageGenDriver(Driver):
         dtype = getattr(torch, name)
         model: ResolvedModel = resolve(self.unit.model or "", FORMATS, "ImageGen")
         if model.random is not None:
-            self.pipe: Any = build_random_pipeline(model.random, self.ctx.seed, dtype)
+            self.pipe: Any = build_random_pipeline(model.random, self.ctx.seed, dtype, self.device)
         else:
             from diffusers import DiffusionPipeline
 

@@ -65,7 +65,9 @@ def make_unit() -> Callable[[str], Application]:
 def run_driver(tmp_path: Path) -> Callable[..., DriverRun]:
     """Return a function that loads and runs a unit's driver here and returns what it reported."""
 
-    def run(text: str, stop: Callable[[], bool] = lambda: False, seed: int = 0) -> DriverRun:
+    def run(
+        text: str, stop: Callable[[], bool] = lambda: False, seed: int = 0, device: str = "cpu"
+    ) -> DriverRun:
         unit = unit_from_yaml(text)
         gate = CountingGate()
         events: list[tuple[str, dict[str, Any]]] = []

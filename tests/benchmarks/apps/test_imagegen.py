@@ -54,6 +54,18 @@ def test_a_local_diffusers_folder_loads_and_is_recorded_by_hash(run_driver, tmp_
     assert len(record["series"]["step"]) == 10
 
 
+@pytest.mark.gpu
+@pytest.mark.models
+def test_sd35_medium_random_generates_a_1024px_image_on_a_gpu(run_driver):
+    spec = IMAGEGEN.format(model="sd3.5-medium@random").replace("steps: 10", "steps: 4")
+    spec = spec.replace("64", "1024").replace("device: cpu", "device: gpu")
+    run = run_driver(spec, device="gpu")
+    (record,) = run.records
+    assert len(record["series"]["step"]) == 4
+    assert (record["info"]["width"], record["info"]["height"]) == (1024, 1024)
+    assert run.loaded["dtype"] == "float16" and run.loaded["device"] == "cuda"
+
+
 def test_the_full_size_random_model_is_refused_on_a_cpu():
     (problem,) = check_model("sd3.5-medium@random", ("diffusers",), "ImageGen", "cpu")
     assert "sd3.5-medium@random" in problem and "device: gpu" in problem
