@@ -104,3 +104,52 @@ workflows:
     assert status["chat_node"][0] == "failed" and "broken.gguf" in status["chat_node"][1]
     assert status["after_node"] == ("skipped", "dependency 'chat_node' failed")
     assert no_children_left()
+
+
+LEGACY = """
+Brainstorm (chatbot):
+    model: /models/Llama-3.2-3B-Instruct-f16.gguf
+    num_requests: 10
+    device: cpu
+    type: Chatbot
+    mps: 100
+
+Analysis (deep_research):
+    server_model: /models/Llama-3.2-3B-Instruct-f16.gguf
+    client_model: openai/meta-llama/Llama-3.2-3B-Instruct
+    num_requests: 1
+    device: cpu
+    type: DeepResearch
+
+Generating Captions (live_captions):
+    num_requests: 1
+    device: cpu
+    client_command_file: /datasets/earnings/chunk_002.wav
+    type: LiveCaptions
+
+workflows:
+    analysis:
+        uses: Analysis (deep_research)
+        background: true
+    brainstorm:
+        uses: Brainstorm (chatbot)
+    captions:
+        uses: Generating Captions (live_captions)
+        depend_on: ["brainstorm", "analysis"]
+"""
+
+
+def test_a_workflow_in_the_original_format_loads_and_its_missing_files_are_named():
+    workflow = load_yaml(LEGACY, name="legacy")
+    assert workflow.unit_of("analysis").model == "/models/Llama-3.2-3B-Instruct-f16.gguf"
+    assert workflow.unit_of("captions").options.client_command_file == "/datasets/earnings/chunk_002.wav"
+    problems = preflight(workflow)
+    assert len(problems) == 3
+    assert problems[0].startswith(
+        "unit 'Brainstorm (chatbot)': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
+    )
+    assert problems[1].startswith(
+        "unit 'Analysis (deep_research)': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
+    )
+    audio = "/datasets/earnings/chunk_002.wav"
+    assert problems[2] == f"unit 'Generating Captions (live_captions)': audio file {audio} does not exist"
