@@ -113,14 +113,16 @@ def application_metrics(requests: Sequence[Mapping[str, Any]], slos: Sequence[SL
 
 
 def normalized_performance(normalized_latency: Mapping[str, float]) -> float | None:
-    """Return an application's normalised performance: 1 / (mean of its normalised latencies).
+    """Return an application's normalised performance: min(1, 1 / mean of its normalised latencies).
 
-    1.0 means the mean latency sits exactly on the SLO; above 1 is better than the SLO.
+    1.0 means the application gets its SLO (being faster than the SLO is worth nothing more to its
+    user, so two applications that both meet their SLOs are treated as equally served); 0.5 means
+    its latency is twice the SLO.
     """
     values = [v for v in normalized_latency.values() if v > 0]
     if not values:
         return None
-    return 1.0 / (sum(values) / len(values))
+    return min(1.0, 1.0 / (sum(values) / len(values)))
 
 
 def jain_fairness(values: Sequence[float]) -> float | None:

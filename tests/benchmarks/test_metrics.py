@@ -66,14 +66,19 @@ def test_jain_fairness_is_one_for_equal_and_one_over_n_for_a_single_winner() -> 
 def test_run_summary_averages_attainment_over_applications_with_slos() -> None:
     apps = [
         {"slo_attainment": 1.0, "normalized_latency": {"e2e": 0.5}},
-        {"slo_attainment": 0.5, "normalized_latency": {"e2e": 1.0}},
+        {"slo_attainment": 0.5, "normalized_latency": {"e2e": 2.0, "ttft": 2.0}},
         {"slo_attainment": None, "normalized_latency": {}},
     ]
     out = metrics.run_summary(apps, 12.0)
     assert out["mean_attainment"] == 0.75
-    # normalised performance 2.0 and 1.0 -> (3)^2 / (2 * 5)
+    # normalised performance: 1.0 (capped: faster than the SLO) and 0.5 -> (1.5)^2 / (2 * 1.25)
     assert out["fairness"] == pytest.approx(0.9)
     assert out["makespan_s"] == 12.0
+
+
+def test_applications_that_all_meet_their_slos_are_perfectly_fair() -> None:
+    apps = [{"slo_attainment": 1.0, "normalized_latency": {"e2e": v}} for v in (0.05, 0.5, 1.0)]
+    assert metrics.run_summary(apps, 1.0)["fairness"] == pytest.approx(1.0)
 
 
 def test_confidence_interval_uses_student_t() -> None:
