@@ -176,6 +176,13 @@ class CaptionsDriver(Driver):
         self.clips = clips_of(self.unit)
         model = resolve(self.unit.model or "", ("ctranslate2",), "LiveCaptions")
         gpu = self.ctx.device == "gpu"
+        if gpu:
+            import ctranslate2
+
+            if ctranslate2.get_cuda_device_count() == 0:
+                raise ValueError(
+                    "device: gpu, but this CTranslate2 build sees no CUDA device (a CPU-only build?)"
+                )
         compute_type = opts.compute_type or ("float16" if gpu else "int8")
         threads = opts.n_threads or default_threads()
         self.model: Any = WhisperModel(

@@ -83,6 +83,8 @@ class ImageGenDriver(Driver):
         self.prompts = load_prompts(prompts_path(self.unit))
         gpu = self.ctx.device == "gpu"
         self.device = "cuda" if gpu else "cpu"
+        if gpu and not torch.cuda.is_available():
+            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
         name = opts.dtype if opts.dtype != "auto" else ("float16" if gpu else "float32")
         dtype = getattr(torch, name)
         model: ResolvedModel = resolve(self.unit.model or "", FORMATS, "ImageGen")

@@ -76,6 +76,12 @@ class LlamaCppGenerator:
             raise ValueError(
                 f"the llama_cpp backend needs a local GGUF file; model '{model.requested}' is not one"
             )
+        if device == "gpu" and not llama_cpp.llama_supports_gpu_offload():
+            # Otherwise n_gpu_layers is ignored and a "GPU" run silently measures the CPU.
+            raise ValueError(
+                "device: gpu, but this llama-cpp-python was built without GPU support; reinstall it with "
+                "CMAKE_ARGS=-DGGML_CUDA=on, or use backend: transformers"
+            )
         self._llama_cpp = llama_cpp
         self.threads = n_threads or default_threads()
         self.llm = Llama(
@@ -193,6 +199,8 @@ class TransformersGenerator:
         self.threads = n_threads or default_threads()
         torch.set_num_threads(self.threads)
         self.device = "cuda" if device == "gpu" else "cpu"
+        if device == "gpu" and not torch.cuda.is_available():
+            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
         kwargs: dict[str, Any] = {}
         if model.hub_id is not None:
             where = model.hub_id

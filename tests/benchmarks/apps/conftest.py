@@ -76,7 +76,7 @@ def run_driver(tmp_path: Path) -> Callable[..., DriverRun]:
             emit=lambda kind, **f: events.append((kind, f)),
             gate=gate,
             stop_requested=stop,
-            device="cpu",
+            device=device,
             out_dir=tmp_path / "artifacts",
             seed=seed,
         )

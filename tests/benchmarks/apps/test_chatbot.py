@@ -96,3 +96,13 @@ def test_the_shipped_prompts_are_chat_turns():
     turns = load_prompts(DATA_DIR / "prompts.jsonl")
     assert len(turns) >= 20
     assert all(turn[-1]["role"] == "user" for turn in turns)
+
+
+def test_device_gpu_without_a_gpu_build_of_llama_cpp_is_an_error_not_a_cpu_run(run_driver, tmp_path):
+    import llama_cpp
+
+    if llama_cpp.llama_supports_gpu_offload():
+        pytest.skip("this llama-cpp-python has GPU support")
+    prompts = prompts_file(tmp_path, "Hi.")
+    with pytest.raises(ValueError, match="built without GPU support"):
+        run_driver(CHAT.format(max_tokens=4, backend="llama_cpp", prompts=prompts), device="gpu")
