@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchmarks import metrics, monitor
+from benchmarks.client import ApiError, Client
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.results import default_out_dir, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
@@ -70,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--check-files", action="store_true", help="also check this machine: GPU, model and data files"
     )
     validate.set_defaults(func=cmd_validate)
+
+    submit = sub.add_parser("submit", help="queue a workflow on a ConsumerBench server (for CI)")
+    submit.add_argument("file", type=Path)
+    submit.add_argument("--server", default=os.environ.get("CB_SERVER"), help="server URL (env CB_SERVER)")
+    submit.add_argument(
+        "--token", default=os.environ.get("CB_API_TOKEN"), help="API token (env CB_API_TOKEN)"
+    )
+    submit.add_argument("--name", help="workflow name on the server (default: the file name)")
+    submit.add_argument("--scheduler", choices=sorted(SCHEDULERS))
+    submit.add_argument("--platform", type=int, help="platform id (default: any live worker)")
+    submit.add_argument("--wait", action="store_true", help="wait for the run to finish")
+    submit.add_argument(
+        "--fail-under", type=float, help="with --wait: exit 1 if mean SLO attainment is below"
+    )
+    submit.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after S seconds")
+    submit.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between polls")
+    submit.set_defaults(func=cmd_submit)
 
     monitor_cli.register(sub)
     for ep in entry_points(group="consumerbench.commands"):
@@ -284,6 +302,61 @@ def _write_repeat_summary(results: list[dict[str, Any]], out: Path) -> None:
         summary[key] = {"mean": mean, "ci95_half_width": half, "values": values}
         print(f"  {key:<16} {mean:.4f}" + (f" ± {half:.4f}" if half is not None else ""))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+
+
+# --------------------------------------------------------------------------------------------------
+# submit
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    if not args.server:
+        print("error: give --server URL (or set CB_SERVER)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.fail_under is not None and not (args.wait and 0 <= args.fail_under <= 1):
+        print("error: --fail-under needs --wait and a fraction between 0 and 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        text = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    api = Client(args.server, args.token)
+    try:
+        workflow = api.create_workflow(args.name or args.file.stem, text)
+        run = api.create_run(workflow, args.scheduler, args.platform)
+        print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
+        if not args.wait:
+            return EXIT_OK
+        seen = [run["status"]]
+
+        def show(current: dict[str, Any]) -> None:
+            if current["status"] != seen[-1]:
+                seen.append(current["status"])
+                print(f"run {current['id']} {current['status']}", flush=True)
+
+        run = api.wait(run["url"], args.timeout, args.poll, show)
+    except ApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _report_submitted(run, args.fail_under)
+
+
+def _report_submitted(run: Mapping[str, Any], fail_under: float | None) -> int:
+    summary = run.get("summary") or {}
+    for app in summary.get("applications", []):
+        att = app.get("slo_attainment")
+        print(f"  {app['name']:<24} {app['type']:<14} SLO met {'-' if att is None else f'{att:.1%}'}")
+    mean = summary.get("mean_attainment")
+    print(f"run {run['id']} {run['status']}: mean SLO attainment {'-' if mean is None else f'{mean:.1%}'}")
+    if run["status"] != "succeeded":
+        if run.get("error"):
+            print(f"error: {run['error']}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if fail_under is not None and (mean is None or mean < fail_under):
+        print(f"mean SLO attainment below {fail_under:.1%}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""A small client of a ConsumerBench server's REST API (docs/api.md), for CI jobs.
+
+Standard library only, so that a CI machine needs nothing but this package:
+``consumerbench submit workflow.yml --server URL --token T --wait --fail-under 0.9``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+class ApiError(RuntimeError):
+    """The server refused a request or could not be reached; the message says which and why."""
+
+    def __init__(self, message: str, status: int | None = None, errors: list[dict[str, Any]] | None = None):
+        self.status = status
+        self.errors = errors or []
+        details = "".join(f"\n  {_where(e)}{e.get('message')}" for e in self.errors)
+        super().__init__(message + details)
+
+
+class Client:
+    """Talks to ``<server>/api/v1/`` with a token."""
+
+    def __init__(self, server: str, token: str | None, timeout_s: float = 30.0) -> None:
+        self.base = server.rstrip("/") + "/api/v1"
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Send one request; return the decoded JSON answer or raise ApiError."""
+        url = path if path.startswith("http") else f"{self.base}{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Token {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise _api_error(method, url, exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ApiError(f"{method} {url}: cannot reach the server ({reason})") from None
+        return json.loads(raw) if raw else None
+
+    def create_workflow(self, name: str, yaml_text: str) -> int:
+        """Store a workflow (any dialect); return its id."""
+        return int(self.request("POST", "/workflows/", {"name": name, "yaml": yaml_text})["id"])
+
+    def create_run(self, workflow: int, scheduler: str | None, platform: int | None) -> dict[str, Any]:
+        """Queue a run; return ``{id, url, status, ...}``."""
+        body: dict[str, Any] = {"workflow": workflow}
+        if scheduler:
+            body["scheduler"] = scheduler
+        if platform is not None:
+            body["platform"] = platform
+        answer: dict[str, Any] = self.request("POST", "/runs/", body)
+        return answer
+
+    def wait(
+        self,
+        url: str,
+        timeout_s: float,
+        poll_s: float = 5.0,
+        on_poll: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Poll a run until it has finished; return it. Raises ApiError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            run: dict[str, Any] = self.request("GET", url)
+            if on_poll is not None:
+                on_poll(run)
+            if run["status"] in FINISHED:
+                return run
+            if time.monotonic() > deadline:
+                raise ApiError(f"run {run['id']} still {run['status']} after {timeout_s:g} s")
+            time.sleep(poll_s)
+
+
+def _where(error: dict[str, Any]) -> str:
+    line = f"line {error['line']}: " if error.get("line") else ""
+    field = f"{error['field']}: " if error.get("field") else ""
+    return line + field
+
+
+def _api_error(method: str, url: str, exc: urllib.error.HTTPError) -> ApiError:
+    try:
+        payload = json.loads(exc.read() or b"{}")
+    except ValueError:
+        payload = {}
+    message = payload.get("message") or payload.get("detail") or exc.reason
+    return ApiError(f"{method} {url}: HTTP {exc.code}: {message}", exc.code, payload.get("errors"))
