@@ -133,7 +133,8 @@ def check(unit: Application) -> list[str]:
             problems.append(f"audio file {clip.path} is not readable audio (WAV or FLAC expected): {exc}")
         if clip.reference is not None:
             try:
-                clip.reference.read_text(encoding="utf-8")
+                if not normalize(clip.reference.read_text(encoding="utf-8")):
+                    problems.append(f"reference transcript {clip.reference} has no words")
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(f"reference transcript {clip.reference} cannot be read: {exc}")
     return problems

@@ -104,6 +104,9 @@ class ImageGenDriver(Driver):
             )
         self.pipe.to(self.device)
         self.sd3 = "StableDiffusion3" in family
+        if "XL" in family and self.pipe.vae.config.get("force_upcast") and dtype == torch.float16:
+            # SDXL's VAE overflows in float16 (its pipeline upcasts it for the decode too).
+            self.pipe.vae.to(dtype=torch.float32)
         return {
             **model.record(),
             "pipeline": family,
@@ -123,6 +126,7 @@ class ImageGenDriver(Driver):
         with self.ctx.gpu_step("text_encode"):
             t = now()
             embeds = self._encode(payload, guided)
+            self._sync()
             text_encode = now() - t
         step_times: list[float] = []
         state: dict[str, AbstractContextManager[None]] = {}
@@ -137,9 +141,11 @@ class ImageGenDriver(Driver):
 
         def on_step_end(pipeline: Any, i: int, timestep: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             nonlocal last
+            self._sync()
             state.pop("gate").__exit__(None, None, None)
             step_times.append(now() - last)
-            if i + 1 < opts.steps:
+            # num_timesteps, not steps: second-order schedulers run more iterations than steps.
+            if i + 1 < pipeline.num_timesteps:
                 take_gate()
             last = now()
             return kwargs
@@ -185,6 +191,11 @@ class ImageGenDriver(Driver):
             path = self.ctx.out_dir / f"image-{record.index:04d}.png"
             image.save(path)
             record.info["image"] = str(path)
+
+    def _sync(self) -> None:
+        """Wait for the GPU's queued work, so that times and gate releases mean the work is done."""
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
 
     def _encode(self, prompt: str, guided: bool) -> dict[str, Any]:
         """Return the pipeline's prompt embedding arguments (computed here so their time is known)."""

@@ -69,6 +69,17 @@ def test_missing_and_unreadable_audio_are_reported_by_name(make_unit, tmp_path):
     assert problems == [f"audio file {missing} does not exist"]
 
 
+def test_an_empty_reference_transcript_is_reported(make_unit, tmp_path):
+    import shutil
+
+    clip = tmp_path / "talk.flac"
+    shutil.copy(DATA_DIR / "audio" / "clip-1.flac", clip)
+    (tmp_path / "talk.txt").write_text(" ...\n")
+    assert check(make_unit(CAPTIONS + f"  audio: {clip}\n")) == [
+        f"reference transcript {tmp_path / 'talk.txt'} has no words"
+    ]
+
+
 def test_audio_and_client_command_file_together_are_rejected(make_unit):
     from benchmarks.spec import WorkflowValidationError
 
