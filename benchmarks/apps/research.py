@@ -23,13 +23,15 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
 from benchmarks.apps.datasets import input_path, read_jsonl, text_field
-from benchmarks.apps.textgen import Generation, LlamaCppGenerator
+from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
 from benchmarks.models import check_model, resolve
 
 if TYPE_CHECKING:
     from benchmarks.spec import Application
 
 DOC_SUFFIXES = (".md", ".txt")
+# The system prompt, the question and the plan stay in the conversation; tool exchanges may be dropped.
+KEPT_MESSAGES = 3
 SYSTEM = (
     "You are a careful research assistant. You answer the user's question using these tools:\n"
     "search: <keywords> finds documents in the library\n"
@@ -242,6 +244,7 @@ class ResearchDriver(Driver):
         question: str = payload["question"]
         self._seed = self.ctx.seed + record.index * 1000
         self._calls: list[Generation] = []
+        self._dropped = 0
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question: {question}"},
@@ -287,6 +290,7 @@ class ResearchDriver(Driver):
             llm_calls=len(self._calls),
             tokens_in=sum(c.tokens_in for c in self._calls),
             tokens_out=sum(c.tokens_out for c in self._calls),
+            dropped_exchanges=self._dropped,
             question=question,
             answer=answer,
             plan=plan,
@@ -298,15 +302,28 @@ class ResearchDriver(Driver):
     def _llm(
         self, messages: list[dict[str, str]], max_tokens: int, actions: tuple[str, ...], ids: list[str]
     ) -> str:
+        """Run one grammar-constrained LLM call; return its text.
+
+        When the conversation outgrows the context window, the oldest tool exchanges (after the
+        system prompt, the question and the plan) are dropped, as agents with a bounded memory do.
+        """
         assert self.gen is not None
-        reply = self.gen.generate(
-            messages,
-            max_tokens=max_tokens,
-            temperature=self.options.temperature,
-            seed=self._seed + len(self._calls),
-            step=self.ctx.gpu_step,
-            grammar=action_grammar(actions, ids),
-        )
+        while True:
+            try:
+                reply = self.gen.generate(
+                    messages,
+                    max_tokens=max_tokens,
+                    temperature=self.options.temperature,
+                    seed=self._seed + len(self._calls),
+                    step=self.ctx.gpu_step,
+                    grammar=action_grammar(actions, ids),
+                )
+                break
+            except PromptTooLong:
+                if len(messages) < KEPT_MESSAGES + 2:
+                    raise
+                del messages[KEPT_MESSAGES : KEPT_MESSAGES + 2]
+                self._dropped += 1
         self._calls.append(reply)
         return reply.text
 

@@ -40,6 +40,18 @@ def test_the_agent_calls_a_tool_and_answers(run_driver, tmp_path):
     assert record["metrics"]["e2e"] > 0
 
 
+@pytest.mark.models
+def test_old_tool_exchanges_are_dropped_when_the_context_window_fills(run_driver):
+    spec = (
+        RESEARCH.replace("max_steps: 3", "max_steps: 6")
+        + "  n_ctx: 512\n  max_tokens: 16\n  answer_tokens: 16\n"
+    )
+    run = run_driver(spec)
+    (record,) = run.records
+    assert record["status"] == "ok" and record["info"]["steps"] >= 5
+    assert record["info"]["dropped_exchanges"] >= 1 and record["info"]["answer"]
+
+
 class Stops:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
