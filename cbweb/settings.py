@@ -168,8 +168,25 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CB_RUN_EXECUTOR = env.str("CB_RUN_EXECUTOR", default="celery" if CELERY_BROKER_URL else "local")
 if CB_RUN_EXECUTOR not in ("celery", "local"):
     raise environ.ImproperlyConfigured(f"CB_RUN_EXECUTOR={CB_RUN_EXECUTOR!r}: use 'celery' or 'local'")
-# A run that exceeds this many seconds is stopped by the engine and marked failed.
+# Time limits of one run (workers/limits.py): the soft limit, after which the engine stops the run
+# gracefully and marks it failed, is a per-node allowance (model load) plus a per-request allowance,
+# capped at CB_RUN_TIME_LIMIT_S; the hard limit, after which the worker kills what the engine
+# started, is the soft one plus CB_RUN_HARD_LIMIT_GRACE_S.
 CB_RUN_TIME_LIMIT_S = env.float("CB_RUN_TIME_LIMIT_S", default=4 * 3600.0)
+CB_RUN_TIME_PER_NODE_S = env.float("CB_RUN_TIME_PER_NODE_S", default=600.0)
+CB_RUN_TIME_PER_REQUEST_S = env.float("CB_RUN_TIME_PER_REQUEST_S", default=120.0)
+CB_RUN_HARD_LIMIT_GRACE_S = env.float("CB_RUN_HARD_LIMIT_GRACE_S", default=120.0)
+# Heartbeats: a worker refreshes its platform's last_seen_at (and runs the reaper) every
+# CB_HEARTBEAT_S; a running run's heartbeat_at is refreshed at least that often too. A worker or a
+# run not heard from for CB_WORKER_LOST_AFTER_S is lost: its platform is no longer offered and the
+# reaper marks its run failed (worker lost), keeping the data already written.
+CB_HEARTBEAT_S = env.float("CB_HEARTBEAT_S", default=10.0)
+CB_WORKER_LOST_AFTER_S = env.float("CB_WORKER_LOST_AFTER_S", default=60.0)
+if CB_WORKER_LOST_AFTER_S < 3 * CB_HEARTBEAT_S:
+    raise environ.ImproperlyConfigured(
+        f"CB_WORKER_LOST_AFTER_S={CB_WORKER_LOST_AFTER_S:g} must be at least 3 x CB_HEARTBEAT_S "
+        f"({CB_HEARTBEAT_S:g}): one late heartbeat must not fail a healthy run"
+    )
 
 # --------------------------------------------------------------------------------------------------
 # Logging

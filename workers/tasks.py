@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import clock
-from workers.celery import app
+from workers.celery import DEFAULT_QUEUE, GPU_QUEUE, app
+from workers.limits import HardLimit, run_time_limits
 
 log = logging.getLogger(__name__)
 
 # The run page polls every second: writing progress twice a second keeps it live without a write
 # per event (a chatbot emits one per token).
 PROGRESS_FLUSH_S = 0.5
-# Without any event (a long request, the monitor off) progress is still written this often, so the
-# run's heartbeat shows the worker alive to the reaper.
-HEARTBEAT_S = 10.0
 # Telemetry at 20 Hz gives 40 samples per metric in 2 s: each flush rewrites the open chunk of
 # every metric in one transaction, a dozen small writes, so the monitor's cost stays negligible.
 TELEMETRY_FLUSH_S = 2.0
@@ -45,6 +43,11 @@ class DatabaseSink:
         self.telemetry = TelemetryBuffer()
         self.last_progress = self.last_telemetry = self.last_cancel_check = clock.now()
         self.cancelled = False
+        # Without any event (a long request, the monitor off) progress is still written this often,
+        # so the run's heartbeat shows the reaper that its worker is alive.
+        from django.conf import settings
+
+        self.heartbeat_s = float(settings.CB_HEARTBEAT_S)
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         if event.get("kind") == "telemetry":
@@ -56,7 +59,7 @@ class DatabaseSink:
         """Write what is due: progress every PROGRESS_FLUSH_S, telemetry every TELEMETRY_FLUSH_S."""
         now = clock.now()
         since = now - self.last_progress
-        if (self.progress.changed and since >= PROGRESS_FLUSH_S) or since >= HEARTBEAT_S:
+        if (self.progress.changed and since >= PROGRESS_FLUSH_S) or since >= self.heartbeat_s:
             self.flush_progress()
         if now - self.last_telemetry >= TELEMETRY_FLUSH_S:
             self.flush_telemetry()
@@ -115,15 +118,17 @@ def run_execute(*, run_id: int, worker: str) -> str:
         services.run_set_platform(run_id=run_id, platform=platform_register(fingerprint=fingerprint()))
         out_dir = Path(settings.CB_RESULTS_DIR) / f"run-{run_id}"
         sink = DatabaseSink(run_id, workflow)
-        result = run_workflow(
-            workflow,
-            scheduler=run.scheduler,
-            sink=sink,
-            cancel=sink.cancel_requested,
-            out_dir=out_dir,
-            time_limit_s=settings.CB_RUN_TIME_LIMIT_S,
-            repeat_index=run.repeat_index,
-        )
+        limits = run_time_limits(workflow)
+        with HardLimit(run_id, limits.hard_s):
+            result = run_workflow(
+                workflow,
+                scheduler=run.scheduler,
+                sink=sink,
+                cancel=sink.cancel_requested,
+                out_dir=out_dir,
+                time_limit_s=limits.soft_s,
+                repeat_index=run.repeat_index,
+            )
         sink.flush()
         write_bundle(result, out_dir)
         return str(services.run_finish(run_id=run_id, result=result, bundle_dir=str(out_dir)).status)
@@ -136,7 +141,29 @@ def run_execute(*, run_id: int, worker: str) -> str:
         return "failed"
 
 
-@app.task(name="workers.execute_run", acks_late=True, ignore_result=True)
-def execute_run(run_id: int) -> str:
-    """Celery task: execute one run by id (a duplicate delivery finds it claimed and does nothing)."""
-    return run_execute(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
+@app.task(name="workers.execute_run", bind=True, acks_late=True)
+def execute_run(self: Any, run_id: int) -> str:
+    """Celery task: execute one run by id (a duplicate delivery finds it claimed and does nothing).
+
+    Returns the run's final status, 'skipped' or 'lost'; stored only when a result backend is set.
+    """
+    node = self.request.hostname or socket.gethostname()
+    return run_execute(run_id=run_id, worker=f"{node}:{os.getpid()}")
+
+
+def run_queue(run_id: int) -> str:
+    """Return the queue a run is sent to: its platform's, else the GPU workers' when it needs a GPU."""
+    from benchmarks.spec import from_dict
+    from cbweb.runs.models import Run
+
+    run = Run.objects.select_related("platform", "workflow_version__workflow").get(pk=run_id)
+    if run.platform is not None and run.platform.queue:
+        return run.platform.queue
+    workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+    needs_gpu = any(unit.device == "gpu" for unit in workflow.applications.values())
+    return GPU_QUEUE if needs_gpu else DEFAULT_QUEUE
+
+
+def run_send(run_id: int) -> None:
+    """Send a queued run to the broker, on the queue ``run_queue`` picks (the id is the whole message)."""
+    execute_run.apply_async(args=[run_id], queue=run_queue(run_id))

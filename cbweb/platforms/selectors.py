@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from cbweb.platforms.models import Platform
-
-# A worker that has not been seen for this long is not offered for new runs (issue 6 heartbeats).
-LIVE_WITHIN = timedelta(minutes=2)
 
 
 def platform_list() -> QuerySet[Platform]:
@@ -20,8 +18,9 @@ def platform_list() -> QuerySet[Platform]:
 
 
 def platform_live() -> QuerySet[Platform]:
-    """Return the platforms whose worker reported within ``LIVE_WITHIN``."""
-    return Platform.objects.filter(last_seen_at__gte=timezone.now() - LIVE_WITHIN)
+    """Return the platforms with a live worker: one that sent a heartbeat within CB_WORKER_LOST_AFTER_S."""
+    cutoff = timezone.now() - timedelta(seconds=settings.CB_WORKER_LOST_AFTER_S)
+    return Platform.objects.filter(last_seen_at__gte=cutoff)
 
 
 def platform_get(*, pk: int) -> Platform:

@@ -22,11 +22,9 @@ log = logging.getLogger(__name__)
 def run_enqueue(run_id: int) -> None:
     """Send a queued run to the configured executor (called after the transaction commits)."""
     if settings.CB_RUN_EXECUTOR == "celery":
-        from cbweb.runs.models import Run
-        from workers.tasks import execute_run
+        from workers.tasks import run_send
 
-        queue_name = Run.objects.filter(pk=run_id).values_list("platform__queue", flat=True).first()
-        execute_run.apply_async(args=[run_id], queue=queue_name or None)
+        run_send(run_id)
     else:
         LocalExecutor.instance().submit(run_id)
 
@@ -61,16 +59,25 @@ class LocalExecutor:
         self.queue.put(run_id)
 
     def _loop(self) -> None:
+        from cbweb.runs.services import run_reap
         from workers.tasks import run_execute
 
         while True:
-            run_id = self.queue.get()
+            try:
+                run_id: int | None = self.queue.get(timeout=settings.CB_HEARTBEAT_S)
+            except queue.Empty:
+                run_id = None
             close_old_connections()
             try:
-                run_execute(run_id=run_id, worker=self.worker)
+                # Runs left running by a process that died (a restarted dev server) are failed here,
+                # as a Celery worker's heartbeat does (workers/heartbeat.py).
+                run_reap(lost_after_s=settings.CB_WORKER_LOST_AFTER_S)
+                if run_id is not None:
+                    run_execute(run_id=run_id, worker=self.worker)
             except Exception:
                 # run_execute records failures on the run; this only guards the thread itself.
                 log.exception("local executor: run %s", run_id)
             finally:
                 connection.close()
-                self.queue.task_done()
+                if run_id is not None:
+                    self.queue.task_done()

@@ -3,13 +3,15 @@
 queued --claim--> running --finish--> succeeded | failed | cancelled
 queued --cancel--> cancelled            running --fail--> failed
 Workers (``workers/tasks.py``) call ``run_claim``, ``run_progress``, ``run_store_telemetry``,
-``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``.
+``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``;
+every worker's heartbeat calls ``run_reap`` (running runs whose worker is lost -> failed).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -28,6 +30,10 @@ from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.models import WorkflowVersion
 
 MAX_REPEATS = 50
+# Telemetry chunks per INSERT: a full chunk is 2 x 32 KiB of arrays, so 64 rows make statements of
+# at most 4 MiB (one round trip for a flush of up to 64 metrics) and 9 x 64 bound parameters, under
+# SQLite's limit.
+TELEMETRY_WRITE_BATCH = 64
 # Request rows are inserted in batches of this size: large enough to amortise round trips, small
 # enough to stay under SQLite's bound-parameter limit (12 columns x 500 rows).
 REQUEST_BATCH = 500
@@ -112,18 +118,33 @@ def run_progress(*, run_id: int, progress: dict[str, Any]) -> None:
 
 @transaction.atomic
 def run_store_telemetry(*, run_id: int, chunks: Sequence[ChunkWrite]) -> None:
-    """Insert or overwrite telemetry chunks of a run (one batch in one transaction)."""
-    for c in chunks:
-        if not c.t:
-            continue
-        values = {"t_start": c.t[0], "t_end": c.t[-1], "count": len(c.t), "t": encode(c.t), "v": encode(c.v)}
-        updated = TelemetryChunk.objects.filter(
-            run_id=run_id, source=c.source, metric=c.metric, seq=c.seq
-        ).update(**values)
-        if not updated:
-            TelemetryChunk.objects.create(
-                run_id=run_id, source=c.source, metric=c.metric, seq=c.seq, **values
-            )
+    """Insert or overwrite telemetry chunks of a run (one batch in one transaction).
+
+    One ``INSERT ... ON CONFLICT DO UPDATE`` per TELEMETRY_WRITE_BATCH chunks: a worker's flush (the
+    open chunk of every metric) is a single statement whatever the number of metrics.
+    """
+    rows = [
+        TelemetryChunk(
+            run_id=run_id,
+            source=c.source,
+            metric=c.metric,
+            seq=c.seq,
+            t_start=c.t[0],
+            t_end=c.t[-1],
+            count=len(c.t),
+            t=encode(c.t),
+            v=encode(c.v),
+        )
+        for c in chunks
+        if c.t
+    ]
+    TelemetryChunk.objects.bulk_create(
+        rows,
+        batch_size=TELEMETRY_WRITE_BATCH,
+        update_conflicts=True,
+        unique_fields=["run", "source", "metric", "seq"],
+        update_fields=["t_start", "t_end", "count", "t", "v"],
+    )
 
 
 def _columns(model: type[Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -218,6 +239,30 @@ def run_refresh_telemetry_overview(*, run_id: int) -> None:
     """Recompute a finished run's chart overview (after telemetry was added to it, e.g. by an import)."""
     run = Run.objects.get(pk=run_id)
     Run.objects.filter(pk=run_id).update(telemetry_overview=run_telemetry(run=run))
+
+
+def run_reap(*, lost_after_s: float) -> list[int]:
+    """Fail the running runs whose heartbeat is older than ``lost_after_s`` (worker lost); return their ids.
+
+    The progress and telemetry written so far stay with the run (its chart overview is computed from
+    them). Safe to call from every worker at once: each run is failed by one conditional UPDATE, and a
+    run that sent a heartbeat meanwhile is left alone.
+    """
+    cutoff = timezone.now() - timedelta(seconds=lost_after_s)
+    stale = Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff)
+    reaped = []
+    for pk, worker, heartbeat_at in stale.values_list("pk", "worker", "heartbeat_at"):
+        error = (
+            f"worker lost: {worker or 'the worker'} sent no heartbeat for more than {lost_after_s:g} s "
+            f"(last at {heartbeat_at:%Y-%m-%d %H:%M:%S} UTC); the data written until then is kept"
+        )
+        changed = Run.objects.filter(pk=pk, status=Run.Status.RUNNING, heartbeat_at__lt=cutoff).update(
+            status=Run.Status.FAILED, error=error, finished_at=timezone.now()
+        )
+        if changed:
+            run_refresh_telemetry_overview(run_id=pk)
+            reaped.append(pk)
+    return reaped
 
 
 def run_fail(*, run_id: int, error: str) -> bool:
