@@ -98,3 +98,34 @@ def _wait(condition: Any, message: str, timeout: float = 60) -> None:
             return
         time.sleep(0.1)
     pytest.fail(message)
+
+
+def test_a_run_for_a_platform_goes_to_that_platforms_queue(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from benchmarks.platform import fingerprint
+    from cbweb.platforms.services import platform_register
+    from workers.celery import platform_queue
+    from workers.tasks import run_queue
+
+    info = fingerprint()
+    platform = platform_register(fingerprint=info, queue=platform_queue(info["id"]))
+    run = make_run(make_workflow(alice), alice)
+    Run.objects.filter(pk=run.pk).update(platform=platform)
+    assert run_queue(run.pk) == f"cb.{info['id']}"
+
+
+def test_a_run_for_any_worker_goes_to_the_gpu_queue_only_when_it_asks_for_a_gpu(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from workers.celery import DEFAULT_QUEUE, GPU_QUEUE
+    from workers.tasks import run_queue
+
+    cpu = make_run(make_workflow(alice), alice)
+    gpu = make_run(make_workflow(alice, name="g", yaml_text="g:\n  type: Sleep\n  device: gpu\n"), alice)
+    auto = make_run(make_workflow(alice, name="a", yaml_text="a:\n  type: Sleep\n  device: auto\n"), alice)
+    assert (run_queue(cpu.pk), run_queue(gpu.pk), run_queue(auto.pk)) == (
+        DEFAULT_QUEUE,
+        GPU_QUEUE,
+        DEFAULT_QUEUE,
+    )
