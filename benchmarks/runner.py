@@ -14,6 +14,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from typing import Any, Protocol
 
 from benchmarks import clock, metrics
 from benchmarks.apps import driver_class
-from benchmarks.apps.base import AppContext, AppStopped
+from benchmarks.apps.base import AppContext, AppStopped, Driver
 from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint, gpus
@@ -157,6 +159,7 @@ class _Run:
         self.sink = sink
         self.cancel = cancel
         self.out_dir = out_dir
+        self.artifacts = Path()
         self.time_limit_s = time_limit_s
         self.stop_grace_s = stop_grace_s
         self.ctx = mp.get_context("spawn")
@@ -197,6 +200,13 @@ class _Run:
         started_wall = clock.wall()
         self._emit("run_status", status="running")
         self.monitor.start(self.t0)
+        # Without a bundle directory, what applications produce (images) lives only as long as the run.
+        scratch = None
+        if self.out_dir is None:
+            scratch = tempfile.TemporaryDirectory(prefix="consumerbench-")
+            self.artifacts = Path(scratch.name)
+        else:
+            self.artifacts = self.out_dir / "artifacts"
         try:
             self.scheduler.start(self.workflow, plans)
             try:
@@ -209,6 +219,8 @@ class _Run:
         finally:
             self.scheduler.stop()
             self.monitor.stop()
+            if scratch is not None:
+                scratch.cleanup()
         result = self._result(started_wall, repeat_index)
         self._emit("run_status", status=self.status, reason=self.stop_reason)
         return result
@@ -269,7 +281,7 @@ class _Run:
         state.stop_event = self.ctx.Event()
         env = self.scheduler.env_for(plan)
         gate = self.scheduler.gate_for(plan)
-        out_dir = str(self.out_dir / "artifacts" / state.name) if self.out_dir else ""
+        out_dir = str(self.artifacts / state.name)
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
         state.process = self.ctx.Process(
             target=app_process_main,
@@ -506,26 +518,40 @@ def app_process_main(
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    def emit(kind: str, **fields: Any) -> None:
-        conn.send({"t": clock.now(), "kind": kind, **fields})
+    lock = threading.Lock()
 
-    ctx = AppContext(
-        node=node,
-        emit=emit,
-        gate=gate_spec.open(),
-        stop_requested=stop_event.is_set,
-        device=device,
-        out_dir=Path(out_dir) if out_dir else Path.cwd() / "artifacts" / node,
-        seed=seed,
-    )
-    driver = None
+    def emit(kind: str, **fields: Any) -> None:
+        # Concurrent sessions share the pipe: one message at a time.
+        with lock:
+            conn.send({"t": clock.now(), "kind": kind, **fields})
+
+    gate = gate_spec.open()
+    sessions = unit.concurrency
+    contexts = [
+        AppContext(
+            node=node,
+            emit=emit,
+            gate=gate,
+            stop_requested=stop_event.is_set,
+            device=device,
+            out_dir=Path(out_dir) if sessions == 1 else Path(out_dir) / f"session-{k}",
+            seed=seed + k,
+            session=k,
+            sessions=sessions,
+        )
+        for k in range(sessions)
+    ]
+    drivers: list[Driver] = []
     status, error, code = "succeeded", None, 0
     try:
-        driver = driver_class(unit.app_type)(unit, ctx)
+        cls = driver_class(unit.app_type)
         emit("load_start")
-        loaded = driver.load()
-        emit("load_end", loaded=loaded)
-        driver.run()
+        loaded = []
+        for ctx in contexts:
+            drivers.append(cls(unit, ctx))
+            loaded.append(drivers[-1].load())
+        emit("load_end", loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions})
+        _run_sessions(drivers)
     except AppStopped:
         status = "stopped"
     except BaseException as exc:
@@ -533,13 +559,42 @@ def app_process_main(
         error = f"{type(exc).__name__}: {exc}"
         emit("log", level="error", message=traceback.format_exc())
     finally:
-        try:
-            if driver is not None:
+        for driver in drivers:
+            try:
                 driver.close()
-        except Exception as exc:
-            if status == "succeeded":
-                status, code, error = "failed", 1, f"close() failed: {type(exc).__name__}: {exc}"
+            except Exception as exc:
+                if status == "succeeded":
+                    status, code, error = "failed", 1, f"close() failed: {type(exc).__name__}: {exc}"
         emit("done", status=status, error=error)
         conn.close()
     if code:
         raise SystemExit(code)
+
+
+def _run_sessions(drivers: list[Driver]) -> None:
+    """Run each session's request stream (one thread per session when there are several).
+
+    Re-raises the first session's error; AppStopped when a session was stopped and none failed.
+    """
+    if len(drivers) == 1:
+        drivers[0].run()
+        return
+    errors: list[BaseException | None] = [None] * len(drivers)
+
+    def session(k: int) -> None:
+        try:
+            drivers[k].run()
+        except BaseException as exc:
+            errors[k] = exc
+
+    threads = [threading.Thread(target=session, args=(k,), name=f"session-{k}") for k in range(len(drivers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failures = [(k, e) for k, e in enumerate(errors) if e is not None and not isinstance(e, AppStopped)]
+    if failures:
+        k, exc = failures[0]
+        raise RuntimeError(f"session {k}: {type(exc).__name__}: {exc}") from exc
+    if any(isinstance(e, AppStopped) for e in errors):
+        raise AppStopped

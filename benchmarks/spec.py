@@ -50,6 +50,7 @@ COMMON_UNIT_KEYS = (
     "warmup_requests",
     "seed",
     "dataset",
+    "concurrency",
 )
 NODE_KEYS = ("uses", "depend_on", "depends_on", "background")
 TASK_KEYS = ("name", "background", "depends_on", "depend_on")
@@ -220,6 +221,7 @@ class Application(BaseModel):
     warmup_requests: int = Field(0, ge=0)
     seed: int | None = None
     dataset: str | None = None
+    concurrency: int = Field(1, ge=1, le=64, description="concurrent sessions (users) of this application")
     options: AppOptions
 
     @property
@@ -975,6 +977,7 @@ def unit_to_dict(app: Application) -> dict[str, Any]:
     out["slo"] = [str(s) for s in app.slo]
     out["arrival"] = app.arrival.model_dump(exclude_none=True, exclude_defaults=False)
     out["warmup_requests"] = app.warmup_requests
+    out["concurrency"] = app.concurrency
     for key in ("seed", "dataset"):
         if getattr(app, key) is not None:
             out[key] = getattr(app, key)

@@ -100,6 +100,8 @@ class AppContext:
     device: str
     out_dir: Path
     seed: int
+    session: int = 0
+    sessions: int = 1
 
     @contextlib.contextmanager
     def gpu_step(self, kind: str) -> Iterator[None]:
@@ -113,7 +115,9 @@ class AppContext:
             self.gate.release(self.node, kind)
 
     def send_record(self, record: RequestRecord) -> None:
-        """Report a finished request (or chunk) to the runner."""
+        """Report a finished request (or chunk) to the runner, tagged with its session if there are several."""
+        if self.sessions > 1:
+            record.info.setdefault("session", self.session)
         self.emit("request_end", record=record.to_event())
 
 

@@ -37,6 +37,7 @@ UNIT_FIELDS = (
     "warmup_requests",
     "seed",
     "dataset",
+    "concurrency",
 )
 
 
@@ -162,6 +163,13 @@ class ApplicationCardForm(forms.Form):
     arrival_trace = forms.CharField(required=False, max_length=500, label="trace file")
     seed = forms.IntegerField(required=False)
     dataset = forms.CharField(required=False, max_length=500)
+    concurrency = forms.IntegerField(
+        min_value=1,
+        max_value=64,
+        initial=1,
+        required=False,
+        help_text="concurrent sessions (users) of the app",
+    )
     depend_on = forms.MultipleChoiceField(
         required=False, choices=[], widget=forms.SelectMultiple(attrs={"size": 3})
     )
@@ -355,6 +363,7 @@ def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], 
             "arrival_trace": unit.arrival.trace or "",
             "seed": unit.seed,
             "dataset": unit.dataset or "",
+            "concurrency": unit.concurrency,
             "depend_on": list(node.depend_on),
             "background": node.background,
         }

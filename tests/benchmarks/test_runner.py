@@ -198,3 +198,28 @@ a:
     assert gaps == pytest.approx([0.05] * 3, abs=1e-6)
     # Requests queue behind each other: the last one waited for the three before it.
     assert reqs[-1]["metrics"]["e2e"] > 0.6
+
+
+def test_concurrency_runs_sessions_side_by_side_in_one_node() -> None:
+    result = run("""
+a:
+  type: Sleep
+  sleep_time: 0.3
+  num_requests: 2
+  concurrency: 3
+""")
+    a = app(result, "a")
+    assert node(result, "a")["status"] == "succeeded"
+    assert a["requests_counted"] == 6
+    assert sorted(r["info"]["session"] for r in a["requests"]) == [0, 0, 1, 1, 2, 2]
+    # Three sessions of two 0.3 s requests each overlap: the node took about 0.6 s, not 1.8 s.
+    first = min(r["start"] for r in a["requests"])
+    last = max(r["end"] for r in a["requests"])
+    assert last - first < 1.2
+    assert a["loaded"]["sessions"] == 3
+
+
+def test_a_failing_session_fails_its_node_with_the_session_named() -> None:
+    result = run("a: {type: Synthetic, steps: 1, step_ms: 1, fail_at_request: 1, concurrency: 2}\n")
+    assert node(result, "a")["status"] == "failed"
+    assert node(result, "a")["reason"].startswith("RuntimeError: session 0: RuntimeError: synthetic failure")

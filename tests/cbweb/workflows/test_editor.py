@@ -31,6 +31,7 @@ load:
   steps: 3
   step_ms: 2.5
   load: cpu
+  concurrency: 2
 workflows:
   warm_node:
     uses: warm
