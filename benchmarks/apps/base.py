@@ -115,7 +115,7 @@ class AppContext:
             self.gate.release(self.node, kind)
 
     def send_record(self, record: RequestRecord) -> None:
-        """Report a finished request (or chunk) to the runner, tagged with its session if there are several."""
+        """Report a finished request (or chunk) to the runner, tagged with its session if several."""
         if self.sessions > 1:
             record.info.setdefault("session", self.session)
         self.emit("request_end", record=record.to_event())
