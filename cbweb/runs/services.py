@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks import spec as engine_spec
@@ -124,27 +124,41 @@ def run_store_telemetry(*, run_id: int, chunks: Sequence[ChunkWrite]) -> None:
     open chunk of every metric) is a single statement whatever the number of metrics.
     """
     rows = [
-        TelemetryChunk(
-            run_id=run_id,
-            source=c.source,
-            metric=c.metric,
-            seq=c.seq,
-            t_start=c.t[0],
-            t_end=c.t[-1],
-            count=len(c.t),
-            t=encode(c.t),
-            v=encode(c.v),
-        )
+        (run_id, c.source, c.metric, c.seq, c.t[0], c.t[-1], len(c.t), encode(c.t), encode(c.v))
         for c in chunks
         if c.t
     ]
-    TelemetryChunk.objects.bulk_create(
-        rows,
-        batch_size=TELEMETRY_WRITE_BATCH,
-        update_conflicts=True,
-        unique_fields=["run", "source", "metric", "seq"],
-        update_fields=["t_start", "t_end", "count", "t", "v"],
+    for lo in range(0, len(rows), TELEMETRY_WRITE_BATCH):
+        batch = rows[lo : lo + TELEMETRY_WRITE_BATCH]
+        if connection.vendor == "postgresql":
+            _upsert_chunks_postgresql(batch)
+        else:
+            TelemetryChunk.objects.bulk_create(
+                [TelemetryChunk(**dict(zip(_CHUNK_FIELDS, row, strict=True))) for row in batch],
+                update_conflicts=True,
+                unique_fields=["run", "source", "metric", "seq"],
+                update_fields=["t_start", "t_end", "count", "t", "v"],
+            )
+
+
+_CHUNK_FIELDS = ("run_id", "source", "metric", "seq", "t_start", "t_end", "count", "t", "v")
+
+
+def _upsert_chunks_postgresql(rows: Sequence[tuple[Any, ...]]) -> None:
+    # Django's psycopg cursor binds parameters on the client: every bytea array travels as hex text
+    # the server parses again, which was most of a flush's cost. A server-binding cursor sends the
+    # arrays as binary parameters (%b) instead: ~3x faster ingestion (`manage.py bench_ingest`).
+    import psycopg
+
+    table = TelemetryChunk._meta.db_table
+    sql = (
+        f"INSERT INTO {table} ({', '.join(_CHUNK_FIELDS)}) VALUES (%s, %s, %s, %s, %s, %s, %s, %b, %b) "
+        "ON CONFLICT (run_id, source, metric, seq) DO UPDATE SET t_start = EXCLUDED.t_start, "
+        "t_end = EXCLUDED.t_end, count = EXCLUDED.count, t = EXCLUDED.t, v = EXCLUDED.v"
     )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _columns(model: type[Any], data: dict[str, Any]) -> dict[str, Any]:
