@@ -114,6 +114,12 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 # Chart.js comes from node_modules (installed from the npm registry by `make install`), never a CDN.
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist")]
+# gunicorn does not serve static files: a deployment without a front web server (docker-compose.yml)
+# sets CB_SERVE_STATIC=true and WhiteNoise serves the collected STATIC_ROOT from the web process.
+CB_SERVE_STATIC = _strict_bool("CB_SERVE_STATIC", False)
+if CB_SERVE_STATIC:
+    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                      "whitenoise.middleware.WhiteNoiseMiddleware")  # fmt: skip
 # Result bundles (result.json, CSVs, images) written by the run executor, one folder per run.
 CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results" / "web")))
 
