@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown, worker_shutting_down
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
 
@@ -72,6 +72,14 @@ def _start_heartbeat(sender: Any, **kwargs: Any) -> None:
     from workers.heartbeat import WorkerHeartbeat
 
     WorkerHeartbeat.start()
+
+
+@worker_shutting_down.connect
+def _stop_the_run(sender: Any, **kwargs: Any) -> None:
+    # Called in the signal handler: only set a flag; the run's cancel callable reads it.
+    from workers.tasks import WORKER_SHUTDOWN
+
+    WORKER_SHUTDOWN.set()
 
 
 @worker_shutdown.connect

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,11 @@ LIVE_CHUNK_SAMPLES = 256
 # The runner polls cancel() every 50 ms; reading the flag from the database every half second
 # still stops a run within the required seconds.
 CANCEL_POLL_S = 0.5
+# Set when the worker is asked to stop (SIGTERM: `docker compose stop`, systemd, Ctrl-C): the run in
+# progress is stopped like a cancelled one and stored as failed with its partial data, instead of
+# being killed at the end of the grace period and failed by the reaper without its requests.
+WORKER_SHUTDOWN = threading.Event()
+SHUTDOWN_REASON = "the worker was shut down during the run; the data measured until then is kept"
 
 
 class DatabaseSink:
@@ -93,7 +99,9 @@ class DatabaseSink:
         from cbweb.runs.selectors import run_cancel_requested
 
         now = clock.now()
-        if not self.cancelled and now - self.last_cancel_check >= CANCEL_POLL_S:
+        if WORKER_SHUTDOWN.is_set():
+            self.cancelled = True
+        elif not self.cancelled and now - self.last_cancel_check >= CANCEL_POLL_S:
             self.cancelled = run_cancel_requested(run_id=self.run_id)
             self.last_cancel_check = now
         # The runner calls this every 50 ms even when no event arrives: pending progress goes out too.
@@ -135,6 +143,8 @@ def run_execute(*, run_id: int, worker: str) -> str:
                 repeat_index=run.repeat_index,
             )
         sink.flush()
+        if WORKER_SHUTDOWN.is_set() and result.get("status") == "cancelled":
+            result = {**result, "status": "failed", "reason": SHUTDOWN_REASON}
         write_bundle(result, out_dir)
         return str(services.run_finish(run_id=run_id, result=result, bundle_dir=str(out_dir)).status)
     except services.RunStateError as exc:

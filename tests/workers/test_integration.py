@@ -29,7 +29,7 @@ from cbweb.platforms.selectors import platform_live
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
 from tests.conftest import REDIS_URL
 from workers.celery import DEFAULT_QUEUE, app, platform_queue
-from workers.tasks import execute_run, run_queue
+from workers.tasks import SHUTDOWN_REASON, execute_run, run_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 
@@ -254,6 +254,24 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_by_the_reaper_with_its_da
     # Without their runner the application processes and the monitor stop too.
     _, alive = psutil.wait_procs(engine, timeout=30)
     assert not alive, f"orphaned engine processes: {[p.pid for p in alive]}"
+
+
+def test_a_worker_asked_to_stop_mid_run_stores_the_run_failed_with_its_partial_data_then_exits(
+    start_worker: Callable[[str], Worker], api: Any
+) -> None:
+    worker = start_worker("stopping")
+    run_id = _submit(api, SLOW)["id"]
+    _wait(
+        lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
+    )
+    asked = time.monotonic()
+    worker.process.send_signal(signal.SIGTERM)  # what `docker compose stop` sends
+    assert worker.process.wait(timeout=30) == 0, worker.output()[-3000:]
+    assert time.monotonic() - asked < 15
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "failed"
+    assert run.error == SHUTDOWN_REASON
+    assert 3 <= RequestResult.objects.filter(application__run=run, status="ok").count() < 300
 
 
 def test_the_same_run_delivered_twice_is_executed_once(
