@@ -11,7 +11,8 @@ Queues, so that a run reaches a worker that can execute it:
 
 A worker works out its queues itself when it starts (``celeryd_after_setup``), so a bare
 ``celery -A workers worker`` listens where runs for its machine are sent, as ``consumerbench worker``
-does; then it registers its platform and starts its heartbeat (workers/heartbeat.py).
+does; then it registers its platform and starts its heartbeat (workers/heartbeat.py). Asked to stop
+(SIGTERM), it stops the run in progress and stores it with its partial data before exiting.
 """
 
 from __future__ import annotations
