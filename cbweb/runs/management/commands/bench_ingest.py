@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -167,7 +168,7 @@ class Command(BaseCommand):
                 size_rows.append((label, _mib(grown / hours), _mib(grown / hours / len(METRICS))))
         self._print(size_rows)
 
-    def _print(self, table: list[tuple[str, ...]]) -> None:
+    def _print(self, table: Sequence[tuple[str, ...]]) -> None:
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         for n, row in enumerate(table):
             self.stdout.write(
