@@ -5,8 +5,10 @@ A ``model:`` value is one of
 - a catalogue name (``smollm2-135m``, ``whisper-tiny.en``, ``whisper-base``): files that pip packages
   ship, so CPU demos and CI need no network; the packages are located with ``importlib.util.find_spec``,
   which does not import them (their ``__init__`` may import things that are not installed);
-- ``NAME@random`` (``sd-tiny@random``, ``sd3-tiny@random``, ``sd3.5-medium@random``): the named
-  architecture built from a config with random weights, which costs the same compute as real weights;
+- ``NAME@random``: the named architecture built from a config with random weights, which costs the
+  same compute as real weights: image models (``sd-tiny``, ``sd3-tiny``, ``sd3.5-medium``), Whisper
+  for the transformers captions backend (``whisper-tiny``, ``whisper-large-v3-turbo``) and Llama GGUF
+  chat models written once into the cache (``llama-tiny``, ``llama-3.2-3b``, ``llama-3.1-8b``);
 - a local path (a GGUF file, a CTranslate2 folder, a diffusers folder, a transformers folder);
 - a hub id (``org/name``) that the library downloads when the machine is online.
 
@@ -17,19 +19,31 @@ sentence naming the model and how to install it or point to it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import importlib.util
 import json
 import os
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 Format = Literal["gguf", "ctranslate2", "diffusers", "transformers"]
 Source = Literal["catalogue", "path", "random", "hub"]
+Family = Literal["sd", "sd3", "whisper", "llama"]
+
+# What each random family is built as: a diffusers pipeline, a transformers Whisper, a GGUF file.
+_FAMILY_FORMAT: dict[str, Format] = {
+    "sd": "diffusers",
+    "sd3": "diffusers",
+    "whisper": "transformers",
+    "llama": "gguf",
+}
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _HASH_CHUNK = 1 << 20
@@ -62,10 +76,15 @@ class RandomModel:
     """An architecture built from a config with random weights (no download)."""
 
     name: str
-    family: Literal["sd", "sd3"]
+    family: Family
     config: dict[str, Any]
     description: str
     gpu_only: bool = False
+
+    @property
+    def format(self) -> Format:
+        """The model format the architecture is built as (what an application must load)."""
+        return _FAMILY_FORMAT[self.family]
 
 
 @dataclass(frozen=True)
@@ -326,6 +345,72 @@ _SD35_MEDIUM = {
     },
 }
 
+# Whisper shapes (transformers WhisperConfig keys). The vocabulary size fixes the special-token layout:
+# 51864 is the English-only one (tiny.en), 51866 large-v3's (100 languages).
+_WHISPER_TINY = {
+    "vocab_size": 51864,
+    "num_mel_bins": 80,
+    "d_model": 384,
+    "encoder_layers": 4,
+    "decoder_layers": 4,
+    "encoder_attention_heads": 6,
+    "decoder_attention_heads": 6,
+    "encoder_ffn_dim": 1536,
+    "decoder_ffn_dim": 1536,
+    "max_source_positions": 1500,
+    "max_target_positions": 448,
+}
+_WHISPER_LARGE_V3_TURBO = {
+    "vocab_size": 51866,
+    "num_mel_bins": 128,
+    "d_model": 1280,
+    "encoder_layers": 32,
+    "decoder_layers": 4,
+    "encoder_attention_heads": 20,
+    "decoder_attention_heads": 20,
+    "encoder_ffn_dim": 5120,
+    "decoder_ffn_dim": 5120,
+    "max_source_positions": 1500,
+    "max_target_positions": 448,
+}
+# Llama shapes (GGUF ``llama.*`` keys). Real vocabulary sizes, filled with a dummy SPM vocabulary.
+_LLAMA_TINY = {
+    "vocab_size": 8192,
+    "context_length": 2048,
+    "embedding_length": 64,
+    "block_count": 2,
+    "feed_forward_length": 128,
+    "head_count": 4,
+    "head_count_kv": 2,
+    "rope_freq_base": 10000.0,
+    "rms_eps": 1e-5,
+    "tied_embeddings": True,
+}
+_LLAMA_32_3B = {
+    "vocab_size": 128256,
+    "context_length": 131072,
+    "embedding_length": 3072,
+    "block_count": 28,
+    "feed_forward_length": 8192,
+    "head_count": 24,
+    "head_count_kv": 8,
+    "rope_freq_base": 500000.0,
+    "rms_eps": 1e-5,
+    "tied_embeddings": True,
+}
+_LLAMA_31_8B = {
+    "vocab_size": 128256,
+    "context_length": 131072,
+    "embedding_length": 4096,
+    "block_count": 32,
+    "feed_forward_length": 14336,
+    "head_count": 32,
+    "head_count_kv": 8,
+    "rope_freq_base": 500000.0,
+    "rms_eps": 1e-5,
+    "tied_embeddings": False,
+}
+
 RANDOM: dict[str, RandomModel] = {
     m.name: m
     for m in (
@@ -338,6 +423,29 @@ RANDOM: dict[str, RandomModel] = {
             "sd3",
             _SD35_MEDIUM,
             "Stable Diffusion 3.5 medium shapes, random weights",
+            gpu_only=True,
+        ),
+        RandomModel("whisper-tiny", "whisper", _WHISPER_TINY, "Whisper tiny.en shapes, random weights"),
+        RandomModel(
+            "whisper-large-v3-turbo",
+            "whisper",
+            _WHISPER_LARGE_V3_TURBO,
+            "Whisper large-v3-turbo shapes (32 encoder, 4 decoder layers), random weights",
+            gpu_only=True,
+        ),
+        RandomModel("llama-tiny", "llama", _LLAMA_TINY, "a tiny Llama GGUF (f16) for CPU tests"),
+        RandomModel(
+            "llama-3.2-3b",
+            "llama",
+            _LLAMA_32_3B,
+            "Llama 3.2 3B shapes, f16 GGUF (6.4 GB, written once into the cache), random weights",
+            gpu_only=True,
+        ),
+        RandomModel(
+            "llama-3.1-8b",
+            "llama",
+            _LLAMA_31_8B,
+            "Llama 3.1 8B shapes, f16 GGUF (16 GB, written once into the cache), random weights",
             gpu_only=True,
         ),
     )
@@ -358,8 +466,7 @@ def package_dir(module: str) -> Path | None:
 def catalogue_names(formats: tuple[Format, ...] | None = None) -> list[str]:
     """Return the catalogue's names (packaged and ``NAME@random``) usable for the given formats."""
     names = [m.name for m in PACKAGED.values() if formats is None or m.format in formats]
-    if formats is None or "diffusers" in formats:
-        names += [f"{m.name}@random" for m in RANDOM.values()]
+    names += [f"{m.name}@random" for m in RANDOM.values() if formats is None or m.format in formats]
     return names
 
 
@@ -377,10 +484,18 @@ def resolve(model: str, formats: tuple[Format, ...], app: str) -> ResolvedModel:
     accepted = " or ".join(_FORMAT_WORDS[f] for f in formats)
     if model.endswith("@random"):
         arch = model[: -len("@random")]
-        if "diffusers" not in formats or arch not in RANDOM:
+        random = RANDOM.get(arch)
+        if random is None or random.format not in formats:
             known = ", ".join(n for n in catalogue_names(formats) if n.endswith("@random")) or "none"
-            raise ModelError(f"{app} has no random architecture '{arch}' (model '{model}'); known: {known}")
-        return ResolvedModel(model, "random", "diffusers", random=RANDOM[arch])
+            if random is None:
+                raise ModelError(
+                    f"{app} has no random architecture '{arch}' (model '{model}'); known: {known}"
+                )
+            raise ModelError(
+                f"model '{model}' builds {_FORMAT_WORDS[random.format]}, but {app} loads {accepted} here; "
+                f"random models it loads: {known}"
+            )
+        return ResolvedModel(model, "random", random.format, random=random)
     if model in PACKAGED:
         entry = PACKAGED[model]
         if entry.format not in formats:
@@ -408,7 +523,7 @@ _FORMAT_WORDS: dict[str, str] = {
     "gguf": "a GGUF file",
     "ctranslate2": "a CTranslate2 model folder (model.bin, config.json)",
     "diffusers": "a diffusers folder (model_index.json) or NAME@random",
-    "transformers": "a transformers model folder (config.json) or a hub id",
+    "transformers": "a transformers model folder (config.json), a hub id or NAME@random",
 }
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".ckpt", ".onnx")
 
@@ -463,9 +578,11 @@ def check_model(model: str | None, formats: tuple[Format, ...], app: str, device
         return [str(exc)]
     except OSError as exc:
         return [f"model '{model}' cannot be read: {exc}"]
-    if resolved.random is not None and resolved.random.gpu_only and device == "cpu":
+    random = resolved.random
+    if random is not None and random.gpu_only and device == "cpu":
+        tiny = [f"{m.name}@random" for m in RANDOM.values() if m.format == random.format and not m.gpu_only]
         return [
-            f"model '{model}' is full size and far too slow on a CPU; use device: gpu, or sd3-tiny@random"
+            f"model '{model}' is full size and far too slow on a CPU; use device: gpu, or {' or '.join(tiny)}"
         ]
     return []
 
@@ -604,3 +721,276 @@ def _build_random(model: RandomModel) -> Any:
         text_encoder_3=None,
         tokenizer_3=None,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Whisper@random: transformers WhisperForConditionalGeneration with a dummy vocabulary of the real size
+# --------------------------------------------------------------------------------------------------
+
+# Whisper's language tokens in vocabulary order (tokenizer files spell Hebrew 'he' or 'iw'); the English-only
+# and v1/v2 vocabularies hold the first 99, large-v3's all 100.
+WHISPER_LANGUAGES = (  # noqa: SIM905 (a list literal of 100 codes would take 100 lines)
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg "
+    "lt la mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so "
+    "af oc ka be tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue"
+).split()
+_WHISPER_EN_VOCAB = 51864
+_WHISPER_TIMESTAMPS = 1501  # <|0.00|> ... <|30.00|>
+
+
+def whisper_special_tokens(vocab_size: int) -> list[str]:
+    """Return Whisper's special tokens in id order for a vocabulary size (they end the vocabulary).
+
+    The text tokens come first: 50256 in the English-only vocabulary (51864), 50257 in the multilingual
+    ones; then end-of-text, start-of-transcript, the languages, six task/control tokens, 1501 timestamps.
+    """
+    english_only = vocab_size == _WHISPER_EN_VOCAB
+    n_text = 50256 if english_only else 50257
+    n_langs = vocab_size - n_text - 2 - 6 - _WHISPER_TIMESTAMPS
+    if not 0 < n_langs <= len(WHISPER_LANGUAGES):
+        raise ModelError(f"a Whisper vocabulary of {vocab_size} tokens has no known special-token layout")
+    control = [
+        "translate",
+        "transcribe",
+        "startoflm",
+        "startofprev",
+        "nospeech" if vocab_size >= 51866 else "nocaptions",
+    ]
+    return [
+        "<|endoftext|>",
+        "<|startoftranscript|>",
+        *[f"<|{code}|>" for code in WHISPER_LANGUAGES[:n_langs]],
+        *[f"<|{word}|>" for word in control],
+        "<|notimestamps|>",
+        *[f"<|{i * 0.02:.2f}|>" for i in range(_WHISPER_TIMESTAMPS)],
+    ]
+
+
+def build_random_whisper(
+    model: RandomModel, seed: int, dtype: Any, device: str = "cpu"
+) -> tuple[Any, Any, Any]:
+    """Return (model, tokenizer, feature extractor) of a random-weight Whisper, ready for ``generate``.
+
+    The tokenizer is a dummy vocabulary of the config's size: text token ``i`` is the word ``tok<i>``
+    and the special tokens sit at the real ids, so prompts, language and task tokens and the generation
+    config work as for the real model. End-of-text can never win (its output row is zero, below the
+    maximum of ~50 000 random logits): random weights would otherwise end a transcript after any
+    number of tokens, and the decode cost would be chance; cap it with ``max_new_tokens``.
+    """
+    import torch
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+    )
+
+    cfg = model.config
+    specials = whisper_special_tokens(cfg["vocab_size"])
+    n_text = cfg["vocab_size"] - len(specials)
+    ids = {token: n_text + i for i, token in enumerate(specials)}
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    backend = Tokenizer(models.WordLevel({f"tok{i}": i for i in range(n_text)}, unk_token="tok0"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    config = WhisperConfig(
+        **cfg, decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot
+    )
+    torch.manual_seed(seed)
+    with torch.device(device):
+        whisper: Any = WhisperForConditionalGeneration(config)
+    with torch.no_grad():
+        # proj_out shares this matrix: a zero row gives end-of-text the logit 0.
+        whisper.model.decoder.embed_tokens.weight[eot].zero_()
+    langs = [t for t in specials if t[2:-2] in WHISPER_LANGUAGES]
+    whisper.generation_config = GenerationConfig(
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        bos_token_id=eot,
+        max_length=cfg["max_target_positions"],
+        is_multilingual=cfg["vocab_size"] != _WHISPER_EN_VOCAB,
+        lang_to_id={t: ids[t] for t in langs},
+        task_to_id={"translate": ids["<|translate|>"], "transcribe": ids["<|transcribe|>"]},
+        no_timestamps_token_id=ids["<|notimestamps|>"],
+        prev_sot_token_id=ids["<|startofprev|>"],
+        max_initial_timestamp_index=50,
+        suppress_tokens=[],
+        begin_suppress_tokens=[eot],
+    )
+    whisper = whisper.eval() if dtype == torch.float32 else whisper.to(dtype=dtype).eval()
+    features = WhisperFeatureExtractor(feature_size=cfg["num_mel_bins"])
+    return whisper, tokenizer, features
+
+
+# --------------------------------------------------------------------------------------------------
+# Llama@random: an f16 GGUF with the architecture's shapes and a dummy SPM vocabulary, cached by name
+# --------------------------------------------------------------------------------------------------
+
+_GGUF_VERSION = 1  # bump when the file layout changes: the cache key holds it
+_RANDOM_POOL = 1 << 22  # 4 M random values, tiled into every tensor (see _write_llama_gguf)
+
+
+def random_gguf(model: RandomModel) -> Path:
+    """Return the GGUF file of a random Llama architecture, writing it into the cache the first time.
+
+    One process writes it while others wait on a lock file (concurrent sessions of one run load the
+    same model); the file appears under its final name only when complete.
+    """
+    if model.family != "llama":
+        raise ModelError(f"'{model.name}@random' is not a GGUF chat model")
+    target = cache_dir() / "models" / f"{model.name}@random-v{_GGUF_VERSION}.gguf"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.with_name(f".{target.name}.lock")):
+        if not target.is_file():
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            try:
+                _write_llama_gguf(model, tmp)
+                tmp.replace(target)
+            finally:
+                tmp.unlink(missing_ok=True)
+    return target
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def dummy_spm_vocabulary(size: int) -> tuple[list[str], list[float], list[int]]:
+    """Return (tokens, scores, types) of a SentencePiece vocabulary of ``size`` tokens for random models.
+
+    ``<unk> <s> </s>``, the 256 byte tokens, printable ASCII, then the words of the shipped prompts and
+    documents with all their ``▁``-prefixes (so llama.cpp's SPM merges build each word, about one token
+    per word as a real vocabulary gives), then fillers ``▁x<n>`` that only the model can emit.
+    """
+    from gguf import TokenType
+
+    data = Path(__file__).resolve().parent / "data"
+    text = " ".join(
+        p.read_text(encoding="utf-8") for p in sorted(data.rglob("*")) if p.suffix in (".jsonl", ".md")
+    )
+    words = Counter(re.findall(r"[A-Za-z]+", text))
+    tokens = ["<unk>", "<s>", "</s>", *[f"<0x{b:02X}>" for b in range(256)]]
+    types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL] + [TokenType.BYTE] * 256
+    seen = set(tokens)
+    pieces = [chr(c) for c in range(33, 127)]
+    for word, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0])):
+        pieces += ["\u2581" + word[:n] for n in range(1, len(word) + 1)]
+    for piece in pieces:
+        if len(tokens) >= size:
+            break
+        if piece not in seen:
+            seen.add(piece)
+            tokens.append(piece)
+            types.append(TokenType.NORMAL)
+    n = 0
+    while len(tokens) < size:
+        tokens.append(f"\u2581x{n}")
+        types.append(TokenType.NORMAL)
+        n += 1
+    # Longer pieces merge first, as in a trained SentencePiece model.
+    scores = [0.0 if t != TokenType.NORMAL else float(len(tok)) for tok, t in zip(tokens, types, strict=True)]
+    return tokens, scores, [int(t) for t in types]
+
+
+def _write_llama_gguf(model: RandomModel, path: Path) -> None:
+    """Write an f16 Llama GGUF with random weights, tensor by tensor (the 8B file is 16 GB).
+
+    Every weight tensor is a slice of one pool of normal values (std 0.02) from a fixed seed, offset
+    per tensor: the values do not change the compute cost, and drawing 8 billion of them would take
+    longer than writing them. The row of ``</s>`` in the output matrix is zero, so a random model never
+    ends a reply on its own and every request decodes ``max_tokens``, as a long reply does.
+    """
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+
+    cfg = model.config
+    vocab, dim, ffn = cfg["vocab_size"], cfg["embedding_length"], cfg["feed_forward_length"]
+    heads, kv_heads = cfg["head_count"], cfg["head_count_kv"]
+    head_dim = dim // heads
+    tokens, scores, types = dummy_spm_vocabulary(vocab)
+    eos = tokens.index("</s>")
+
+    shapes: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (vocab, dim))]
+    for i in range(cfg["block_count"]):
+        shapes += [
+            (f"blk.{i}.attn_norm.weight", (dim,)),
+            (f"blk.{i}.attn_q.weight", (dim, dim)),
+            (f"blk.{i}.attn_k.weight", (kv_heads * head_dim, dim)),
+            (f"blk.{i}.attn_v.weight", (kv_heads * head_dim, dim)),
+            (f"blk.{i}.attn_output.weight", (dim, dim)),
+            (f"blk.{i}.ffn_norm.weight", (dim,)),
+            (f"blk.{i}.ffn_gate.weight", (ffn, dim)),
+            (f"blk.{i}.ffn_up.weight", (ffn, dim)),
+            (f"blk.{i}.ffn_down.weight", (dim, ffn)),
+        ]
+    shapes.append(("output_norm.weight", (dim,)))
+    if not cfg["tied_embeddings"]:
+        shapes.append(("output.weight", (vocab, dim)))
+
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_name(f"{model.name}@random")
+    writer.add_description(f"random weights, {model.description}")
+    writer.add_context_length(cfg["context_length"])
+    writer.add_embedding_length(dim)
+    writer.add_block_count(cfg["block_count"])
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(cfg["rope_freq_base"])
+    writer.add_layer_norm_rms_eps(cfg["rms_eps"])
+    writer.add_vocab_size(vocab)
+    writer.add_file_type(LlamaFileType.MOSTLY_F16)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(tokens.index("<s>"))
+    writer.add_eos_token_id(eos)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    for name, shape in shapes:
+        f32 = len(shape) == 1
+        nbytes = int(np.prod(shape)) * (4 if f32 else 2)
+        writer.add_tensor_info(
+            name,
+            shape,
+            np.dtype(np.float32 if f32 else np.float16),
+            nbytes,
+            raw_dtype=GGMLQuantizationType.F32 if f32 else GGMLQuantizationType.F16,
+        )
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    rng = np.random.default_rng(0)
+    pool = (rng.standard_normal(_RANDOM_POOL) * 0.02).astype(np.float16)
+    output_name = "token_embd.weight" if cfg["tied_embeddings"] else "output.weight"
+    for k, (name, shape) in enumerate(shapes):
+        if len(shape) == 1:
+            writer.write_tensor_data(np.ones(shape, dtype=np.float32))
+            continue
+        size = int(np.prod(shape))
+        offset = (k * 7919) % _RANDOM_POOL
+        data = np.resize(np.roll(pool, -offset), size).reshape(shape)
+        if name == output_name:
+            data[eos] = 0
+        writer.write_tensor_data(data)
+    writer.close()

@@ -1,4 +1,4 @@
-"""LiveCaptions: a real-time audio stream transcribed chunk by chunk with faster-whisper.
+"""LiveCaptions: a real-time audio stream transcribed chunk by chunk with Whisper.
 
 The driver plays each audio file as a live stream: it cuts the audio into ``chunk_s`` chunks and
 releases chunk i when its audio has been "spoken", at wall-clock pace from the start of the stream.
@@ -11,7 +11,9 @@ each step transcribes the buffer (the audio since the last committed sentence en
 on which two consecutive hypotheses agree are committed (emitted). The last chunk commits everything.
 Per chunk: the ``chunk`` latency (seconds, a metric) and, in the record's info, ``rtf`` (processing
 time / chunk duration), the newly committed text and, on a stream's last chunk, the transcript and its
-``wer`` against the reference transcript when there is one.
+``wer`` against the reference transcript when there is one (not with random weights: their transcript
+is noise). The recognition itself is a backend from ``benchmarks.apps.asr``: faster-whisper (default)
+or transformers Whisper.
 """
 
 from __future__ import annotations
@@ -19,10 +21,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from benchmarks.apps.asr import (
+    SAMPLE_RATE,
+    TORCH_DTYPES,
+    Backend,
+    Hypothesis,
+    Word,
+    load_backend,
+    model_formats,
+)
 from benchmarks.apps.base import AppOptions, AppStopped, AppType, Driver, RequestRecord, _sleep_until
 from benchmarks.apps.datasets import DATA_DIR
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
@@ -34,11 +45,14 @@ if TYPE_CHECKING:
 
     from benchmarks.spec import Application
 
-SAMPLE_RATE = 16_000
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3")
 
 
 class CaptionsOptions(AppOptions):
+    backend: Literal["faster_whisper", "transformers"] = Field(
+        "faster_whisper",
+        description="faster_whisper (CTranslate2 folder) or transformers (folder, hub id or NAME@random)",
+    )
     audio: str | list[str] | None = Field(
         None, description="audio file(s) or a folder of them (WAV/FLAC); default: the shipped clips"
     )
@@ -50,7 +64,15 @@ class CaptionsOptions(AppOptions):
     language: str | None = Field("en", description="spoken language, or null to detect it")
     beam_size: int = Field(1, ge=1, le=10)
     compute_type: str | None = Field(
-        None, description="CTranslate2 compute type (default int8 on CPU, float16 on GPU)"
+        None,
+        description="CTranslate2 compute type (default int8 on CPU, float16 on GPU); transformers: "
+        "float32, float16 or bfloat16 (default float16 on GPU, float32 on CPU)",
+    )
+    max_new_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=440,
+        description="most tokens decoded per chunk (default: until the text ends; 24 with random weights)",
     )
     max_buffer_s: float = Field(
         12.0, gt=0, le=30, description="uncommitted audio kept before forcing a commit"
@@ -70,13 +92,6 @@ class Clip:
 
     path: Path
     reference: Path | None
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str
-    start: float
-    end: float
 
 
 def clips_of(unit: Application) -> list[Clip]:
@@ -117,7 +132,15 @@ def clips_of(unit: Application) -> list[Clip]:
 
 def check(unit: Application) -> list[str]:
     """Return the problems that stop this unit here: the model, the audio files and transcripts."""
-    problems = check_model(unit.model, ("ctranslate2",), "LiveCaptions", unit.device)
+    opts: Any = unit.options
+    problems = check_model(unit.model, model_formats(opts.backend), "LiveCaptions", unit.device)
+    if opts.backend == "faster_whisper" and (unit.model or "").endswith("@random"):
+        problems.append("random Whisper models run on the transformers backend: set backend: transformers")
+    if opts.backend == "transformers" and opts.compute_type not in (None, *TORCH_DTYPES):
+        problems.append(
+            f"compute_type '{opts.compute_type}' is a CTranslate2 type; backend: transformers takes "
+            f"{', '.join(TORCH_DTYPES)}"
+        )
     try:
         clips = clips_of(unit)
     except ValueError as exc:
@@ -171,42 +194,28 @@ def agreed_prefix(previous: list[Word], current: list[Word]) -> int:
 class CaptionsDriver(Driver):
     def load(self) -> dict[str, Any]:
         share_cpu_politely()
-        from faster_whisper import WhisperModel
-
         opts = self.options
         self.clips = clips_of(self.unit)
-        model = resolve(self.unit.model or "", ("ctranslate2",), "LiveCaptions")
-        gpu = self.ctx.device == "gpu"
-        if gpu:
-            import ctranslate2
-
-            if ctranslate2.get_cuda_device_count() == 0:
-                raise ValueError(
-                    "device: gpu, but this CTranslate2 build sees no CUDA device (a CPU-only build?)"
-                )
-        compute_type = opts.compute_type or ("float16" if gpu else "int8")
-        threads = opts.n_threads or default_threads()
-        self.model: Any = WhisperModel(
-            str(model.path or model.hub_id),
-            device="cuda" if gpu else "cpu",
-            compute_type=compute_type,
-            cpu_threads=threads,
+        model = resolve(self.unit.model or "", model_formats(opts.backend), "LiveCaptions")
+        self.random_weights = model.random is not None
+        self.backend: Backend | None = load_backend(
+            model,
+            backend=opts.backend,
+            device=self.ctx.device,
+            compute_type=opts.compute_type,
+            threads=opts.n_threads or default_threads(),
+            language=opts.language,
+            beam_size=opts.beam_size,
+            max_new_tokens=opts.max_new_tokens,
+            seed=self.ctx.seed,
         )
         self.audio = {clip.path: self._decode(clip.path) for clip in self.clips}
-        return {
-            **model.record(),
-            "backend": "faster_whisper",
-            "compute_type": compute_type,
-            "threads": threads,
-            "audio": [str(c.path) for c in self.clips],
-        }
+        return {**model.record(), **self.backend.describe(), "audio": [str(c.path) for c in self.clips]}
 
-    @staticmethod
-    def _decode(path: Path) -> np.ndarray:
-        from faster_whisper import decode_audio
-
+    def _decode(self, path: Path) -> np.ndarray:
+        assert self.backend is not None
         try:
-            samples: np.ndarray = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+            samples = self.backend.decode(path)
         except Exception as exc:
             raise ValueError(f"audio file {path} cannot be decoded: {exc}") from None
         if samples.size == 0:
@@ -240,12 +249,13 @@ class CaptionsDriver(Driver):
             try:
                 with self.ctx.gpu_step("audio_chunk"):
                     started = now()
-                    words = self._transcribe(audio, buffer_start, chunk_end, committed)
+                    heard = self._transcribe(audio, buffer_start, chunk_end, committed)
                     busy = now() - started
             except AppStopped:
                 record.end, record.status = now(), "interrupted"
                 self.ctx.send_record(record)
                 raise
+            words = heard.words
             agreed = len(words) if final else agreed_prefix(pending, words)
             new, pending = words[:agreed], words[agreed:]
             committed += new
@@ -261,6 +271,7 @@ class CaptionsDriver(Driver):
                 clip=clip.path.name,
                 chunk=k,
                 audio_end_s=round(chunk_end, 3),
+                tokens=heard.tokens,
                 text="".join(w.text for w in new).strip(),
             )
             if final:
@@ -269,47 +280,38 @@ class CaptionsDriver(Driver):
             index += 1
         return index
 
-    def _transcribe(self, audio: np.ndarray, start: float, end: float, committed: list[Word]) -> list[Word]:
-        """Return the words heard in ``audio[start:end]`` after the committed ones, with times in the clip."""
-        opts = self.options
+    def _transcribe(self, audio: np.ndarray, start: float, end: float, committed: list[Word]) -> Hypothesis:
+        """Return the new words heard in ``audio[start:end]`` (times in the clip) and the tokens decoded."""
+        assert self.backend is not None
         window = audio[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
         if window.size < SAMPLE_RATE // 10:
-            return []
+            return Hypothesis([], 0)
         # The committed text before the buffer as prompt keeps spelling and casing consistent.
         prompt = "".join(w.text for w in committed if w.end <= start)[-200:].strip() or None
-        segments, _ = self.model.transcribe(
-            window,
-            language=opts.language,
-            beam_size=opts.beam_size,
-            word_timestamps=True,
-            initial_prompt=prompt,
-            condition_on_previous_text=False,
-            vad_filter=False,
-        )
-        heard = [
-            Word(w.word, start + float(w.start), start + float(w.end))
-            for s in segments
-            for w in s.words or []
-        ]
+        hypothesis = self.backend.transcribe(window, start, prompt)
+        heard = hypothesis.words
         last_end = committed[-1].end if committed else 0.0
         # The buffer may still hold committed words: drop those by time, then by a repeated n-gram.
         words = [w for w in heard if w.start > last_end - 0.1 and normalize(w.text)]
         tail = [normalize(w.text) for w in committed[-5:]]
         for n in range(min(len(tail), len(words)), 0, -1):
             if tail[-n:] == [normalize(w.text) for w in words[:n]]:
-                return words[n:]
-        return words
+                return Hypothesis(words[n:], hypothesis.tokens)
+        return Hypothesis(words, hypothesis.tokens)
 
     def _finish_stream(self, record: RequestRecord, clip: Clip, committed: list[Word]) -> None:
         transcript = "".join(w.text for w in committed).strip()
         record.info["transcript"] = transcript
-        if clip.reference is not None:
+        if clip.reference is not None and not self.random_weights:
             reference = clip.reference.read_text(encoding="utf-8")
             record.info["wer"] = word_error_rate(reference, transcript)
             record.info["reference"] = reference.strip()
 
     def close(self) -> None:
-        self.model = None
+        if getattr(self, "backend", None) is not None:
+            assert self.backend is not None
+            self.backend.close()
+            self.backend = None
 
 
 APP = AppType(
@@ -323,6 +325,7 @@ APP = AppType(
     driver="benchmarks.apps.captions:CaptionsDriver",
     default_model="whisper-tiny.en",
     needs_model=True,
-    description="A live audio stream cut into chunks at wall-clock pace, transcribed by faster-whisper.",
+    description="A live audio stream cut into chunks at wall-clock pace, transcribed by Whisper "
+    "(faster-whisper or transformers).",
     check=check,
 )

