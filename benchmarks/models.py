@@ -909,6 +909,30 @@ def dummy_spm_vocabulary(size: int) -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, [int(t) for t in types]
 
 
+def llama_tensor_shapes(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
+    """Return the GGUF tensors of a Llama config as (name, numpy shape (rows, columns)), in file order."""
+    vocab, dim, ffn = cfg["vocab_size"], cfg["embedding_length"], cfg["feed_forward_length"]
+    kv_dim = cfg["head_count_kv"] * (dim // cfg["head_count"])
+    shapes: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (vocab, dim))]
+    for i in range(cfg["block_count"]):
+        shapes += [
+            (f"blk.{i}.attn_norm.weight", (dim,)),
+            (f"blk.{i}.attn_q.weight", (dim, dim)),
+            (f"blk.{i}.attn_k.weight", (kv_dim, dim)),
+            (f"blk.{i}.attn_v.weight", (kv_dim, dim)),
+            (f"blk.{i}.attn_output.weight", (dim, dim)),
+            (f"blk.{i}.ffn_norm.weight", (dim,)),
+            (f"blk.{i}.ffn_gate.weight", (ffn, dim)),
+            (f"blk.{i}.ffn_up.weight", (ffn, dim)),
+            (f"blk.{i}.ffn_down.weight", (dim, ffn)),
+        ]
+    shapes.append(("output_norm.weight", (dim,)))
+    if not cfg["tied_embeddings"]:
+        shapes.append(("output.weight", (vocab, dim)))
+
+    return shapes
+
+
 def _write_llama_gguf(model: RandomModel, path: Path) -> None:
     """Write an f16 Llama GGUF with random weights, tensor by tensor (the 8B file is 16 GB).
 
@@ -927,22 +951,7 @@ def _write_llama_gguf(model: RandomModel, path: Path) -> None:
     tokens, scores, types = dummy_spm_vocabulary(vocab)
     eos = tokens.index("</s>")
 
-    shapes: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (vocab, dim))]
-    for i in range(cfg["block_count"]):
-        shapes += [
-            (f"blk.{i}.attn_norm.weight", (dim,)),
-            (f"blk.{i}.attn_q.weight", (dim, dim)),
-            (f"blk.{i}.attn_k.weight", (kv_heads * head_dim, dim)),
-            (f"blk.{i}.attn_v.weight", (kv_heads * head_dim, dim)),
-            (f"blk.{i}.attn_output.weight", (dim, dim)),
-            (f"blk.{i}.ffn_norm.weight", (dim,)),
-            (f"blk.{i}.ffn_gate.weight", (ffn, dim)),
-            (f"blk.{i}.ffn_up.weight", (ffn, dim)),
-            (f"blk.{i}.ffn_down.weight", (dim, ffn)),
-        ]
-    shapes.append(("output_norm.weight", (dim,)))
-    if not cfg["tied_embeddings"]:
-        shapes.append(("output.weight", (vocab, dim)))
+    shapes = llama_tensor_shapes(cfg)
 
     writer = GGUFWriter(str(path), "llama")
     writer.add_name(f"{model.name}@random")

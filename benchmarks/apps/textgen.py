@@ -20,11 +20,12 @@ import itertools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.models import ResolvedModel
+from benchmarks.models import ResolvedModel, random_gguf
 
 Messages = Sequence[dict[str, str]]
 StepGate = Callable[[str], AbstractContextManager[None]]
@@ -72,7 +73,8 @@ class LlamaCppGenerator:
         import llama_cpp
         from llama_cpp import Llama, llama_chat_format
 
-        if model.path is None:
+        path = local_file(model)
+        if path is None:
             raise ValueError(
                 f"the llama_cpp backend needs a local GGUF file; model '{model.requested}' is not one"
             )
@@ -84,8 +86,9 @@ class LlamaCppGenerator:
             )
         self._llama_cpp = llama_cpp
         self.threads = n_threads or default_threads()
+        self.path = path
         self.llm = Llama(
-            model_path=str(model.path),
+            model_path=str(path),
             n_ctx=n_ctx,
             n_gpu_layers=-1 if device == "gpu" else 0,
             n_threads=self.threads,
@@ -109,6 +112,7 @@ class LlamaCppGenerator:
         """Return what the result records about the loaded backend."""
         return {
             "backend": self.backend,
+            "file": str(self.path),
             "n_ctx": self.n_ctx,
             "threads": self.threads,
             "chat_template": self.formatter is not None,
@@ -202,13 +206,14 @@ class TransformersGenerator:
         if device == "gpu" and not torch.cuda.is_available():
             raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
         kwargs: dict[str, Any] = {}
+        path = local_file(model)
         if model.hub_id is not None:
             where = model.hub_id
-        elif model.path is not None and model.path.is_file():
+        elif path is not None and path.is_file():
             # A GGUF file: transformers dequantises it into a regular model.
-            where, kwargs["gguf_file"] = str(model.path.parent), model.path.name
+            where, kwargs["gguf_file"] = str(path.parent), path.name
         else:
-            where = str(model.path)
+            where = str(path)
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **kwargs)
         loaded: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
@@ -311,6 +316,11 @@ def load_generator(
     if backend == "llama_cpp":
         return LlamaCppGenerator(model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads)
     return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)
+
+
+def local_file(model: ResolvedModel) -> Path | None:
+    """Return the model's file on this machine, writing a random GGUF into the cache when it is one."""
+    return random_gguf(model.random) if model.random is not None else model.path
 
 
 def model_formats(backend: str) -> tuple[Any, ...]:

@@ -173,3 +173,22 @@ def test_a_random_model_of_another_format_is_refused_with_the_ones_that_fit():
     assert "'whisper-tiny@random' builds a transformers model folder" in str(err.value)
     (problem,) = check_model("llama-3.1-8b@random", ("gguf",), "Chatbot", "cpu")
     assert "far too slow on a CPU" in problem and "llama-tiny@random" in problem
+
+
+@pytest.mark.parametrize(("name", "billions"), [("llama-3.2-3b", 3.21), ("llama-3.1-8b", 8.03)])
+def test_random_llama_ggufs_have_the_parameter_counts_of_the_real_models(name, billions):
+    import math
+
+    from benchmarks.models import RANDOM, llama_tensor_shapes
+
+    shapes = llama_tensor_shapes(RANDOM[name].config)
+    assert round(sum(math.prod(s) for _, s in shapes) / 1e9, 2) == billions
+
+
+def test_the_dummy_spm_vocabulary_has_the_real_size_and_unique_pieces():
+    from benchmarks.models import dummy_spm_vocabulary
+
+    tokens, scores, types = dummy_spm_vocabulary(128256)
+    assert len(tokens) == len(set(tokens)) == len(scores) == len(types) == 128256
+    assert tokens[:3] == ["<unk>", "<s>", "</s>"] and tokens[3] == "<0x00>"
+    assert "\u2581GPU" in tokens and "\u2581GP" in tokens  # every prefix, so SPM merges reach the word

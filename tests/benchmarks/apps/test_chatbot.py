@@ -106,3 +106,41 @@ def test_device_gpu_without_a_gpu_build_of_llama_cpp_is_an_error_not_a_cpu_run(r
     prompts = prompts_file(tmp_path, "Hi.")
     with pytest.raises(ValueError, match="built without GPU support"):
         run_driver(CHAT.format(max_tokens=4, backend="llama_cpp", prompts=prompts), device="gpu")
+
+
+@pytest.mark.models
+def test_a_random_llama_gguf_is_written_once_loaded_by_llama_cpp_and_decodes_max_tokens(
+    run_driver, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    prompts = prompts_file(tmp_path, "Explain how two applications share one GPU.", "Name three colours.")
+    text = CHAT.format(max_tokens=16, backend="llama_cpp", prompts=prompts).replace(
+        "smollm2-135m", "llama-tiny@random"
+    )
+    run = run_driver(text.replace("temperature: 0", "temperature: 0.7"))
+    loaded = run.loaded
+    assert loaded["weights"] == "random" and loaded["config"]["block_count"] == 2
+    gguf = Path(loaded["file"])
+    assert gguf.parent == tmp_path / "cache" / "models" and gguf.read_bytes()[:4] == b"GGUF"
+    for record in run.records:
+        # </s> has a zero output row: a random model decodes every token it is allowed.
+        assert record["info"]["tokens_out"] == 16 and record["info"]["finish_reason"] == "length"
+        assert record["metrics"]["ttft"] > 0 and record["metrics"]["tpot"] > 0
+        # The dummy vocabulary holds the prompts' words: about one token per word, not per letter.
+        assert record["info"]["tokens_in"] < 40
+    mtime = gguf.stat().st_mtime_ns
+    again = run_driver(text)
+    assert again.loaded["file"] == str(gguf) and gguf.stat().st_mtime_ns == mtime
+
+
+def test_the_full_size_random_llamas_are_refused_on_a_cpu(make_unit, tmp_path):
+    prompts = prompts_file(tmp_path, "Hi.")
+    unit = make_unit(
+        CHAT.format(max_tokens=4, backend="llama_cpp", prompts=prompts).replace(
+            "smollm2-135m", "llama-3.2-3b@random"
+        )
+    )
+    assert check(unit) == [
+        "model 'llama-3.2-3b@random' is full size and far too slow on a CPU; use device: gpu, "
+        "or llama-tiny@random"
+    ]
