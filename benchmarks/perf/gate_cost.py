@@ -164,9 +164,10 @@ def main() -> None:
         f"credit gate, worst row: {worst:.2f} us per pair -> {'meets' if worst < GOAL_US else 'MISSES'} "
         f"the {GOAL_US:g} us goal"
     )
+    median_us, max_us = wakes[len(wakes) // 2] * 1e6, wakes[-1] * 1e6
     print(
-        f"wake-up of a held-back LOW step after the HIGH release: median {wakes[len(wakes) // 2] * 1e6:.0f} us, "
-        f"max {wakes[-1] * 1e6:.0f} us (bounded by max_sleep_s = {scheduler.params.max_sleep_s * 1e3:g} ms)"
+        f"wake-up of a held-back LOW step after the HIGH release: median {median_us:.0f} us, "
+        f"max {max_us:.0f} us (bounded by max_sleep_s = {scheduler.params.max_sleep_s * 1e3:g} ms)"
     )
 
 
