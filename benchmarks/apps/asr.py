@@ -16,6 +16,7 @@ Heavy libraries are imported inside the constructors (the spec imports this modu
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,8 @@ class TransformersWhisperBackend:
         max_new_tokens: int | None,
         seed: int,
     ) -> None:
+        # transformers warns on every generate about settings the Whisper generation config holds.
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         import torch
 
         self.torch = torch

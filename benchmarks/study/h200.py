@@ -1,0 +1,555 @@
+"""Issue 7's scheduler study on one GPU: each application alone, the mix under each scheduler, a load sweep.
+
+For workflow (a) ``workflows/mix.yml`` (Chatbot + ImageGen + LiveCaptions at once) the study raises the
+load level by level under greedy (``LEVELS``: more chat sessions, more image generators, caption
+streams, the 8B model, higher resolution) until greedy's mean SLO attainment falls below ``KNEE`` (the
+knee; the last level when it never does). At the knee it runs each application alone (its solo
+baseline) and the mix under credit and partition. Workflow (b) ``workflows/content-creation.yml`` (the
+content-creation DAG) runs at the same level: each node alone, then the DAG under every scheduler.
+
+The study is a list of steps whose results are kept in ``<state>/state.json`` with one result bundle per
+step, so it runs in pieces: ``run --budget-s S`` runs the pending steps that fit in S seconds and stops
+(the device allows 10 minutes a command; calling it again continues). ``summarize`` writes the summary
+(``schedulers-h200.json`` in issue 7's shape, and ``schedulers-h200.md``). ``--cpu-smoke`` runs the same
+pipeline on this machine's CPU with the tiny models (llama-tiny, sd3-tiny, whisper-tiny; a 4 s clip)
+so that a GPU session meets only GPU problems:
+
+    python -m benchmarks.study.h200 run --cpu-smoke --state results/study-smoke
+    python -m benchmarks.study.h200 summarize --cpu-smoke --state results/study-smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.clock import now
+from benchmarks.results import write_bundle
+from benchmarks.spec import Workflow, from_dict, load_file, to_dict
+
+STUDY_DIR = Path(__file__).resolve().parent
+WORKFLOWS: dict[str, Path] = {
+    "mix": STUDY_DIR / "workflows" / "mix.yml",
+    "content-creation": STUDY_DIR / "workflows" / "content-creation.yml",
+}
+SCHEDULERS = ("greedy", "credit", "partition")
+# Greedy "misses" once the mean attainment of the mix falls below this: the original ConsumerBench's
+# greedy figure was 0.62, partition 0.85; 0.9 is where users start to notice.
+KNEE = 0.9
+
+# Load levels, each a set of overrides per application type (applied to every unit of that type).
+# GPU memory bounds them: 5 sessions of the 8B model are 80 GB of weights, 4 SD 3.5 medium pipelines
+# ~28 GB, Whisper large-v3-turbo 1.6 GB a stream; the H200 has 141 GB.
+Overrides = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    description: str
+    overrides: Overrides = field(default_factory=dict)
+
+
+LEVELS: tuple[Level, ...] = (
+    Level("L0", "one user of each application"),
+    Level(
+        "L1",
+        "4 chat sessions, 2 image generators",
+        {"Chatbot": {"concurrency": 4}, "ImageGen": {"concurrency": 2}},
+    ),
+    Level(
+        "L2",
+        "4 chat sessions of the 8B model, 3 image generators, 2 caption streams",
+        {
+            "Chatbot": {"concurrency": 4, "model": "llama-3.1-8b@random"},
+            "ImageGen": {"concurrency": 3},
+            "LiveCaptions": {"concurrency": 2},
+        },
+    ),
+    Level(
+        "L3",
+        "5 chat sessions of the 8B model, 4 image generators at 1280x1280, 3 caption streams",
+        {
+            "Chatbot": {"concurrency": 5, "model": "llama-3.1-8b@random"},
+            "ImageGen": {"concurrency": 4, "height": 1280, "width": 1280},
+            "LiveCaptions": {"concurrency": 3},
+        },
+    ),
+)
+SMOKE_LEVELS: tuple[Level, ...] = (
+    Level("L0", "one user of each application"),
+    Level("L1", "2 chat sessions", {"Chatbot": {"concurrency": 2}}),
+)
+# --cpu-smoke: the same workflows with the tiny models, on the CPU, a few requests each.
+SMOKE: Overrides = {
+    "*": {"device": "cpu"},
+    "Chatbot": {
+        "model": "llama-tiny@random",
+        "num_requests": 2,
+        "max_tokens": 8,
+        "arrival": {"kind": "closed"},
+    },
+    "ImageGen": {"model": "sd3-tiny@random", "num_requests": 2, "steps": 2, "height": 64, "width": 64},
+    "LiveCaptions": {"model": "whisper-tiny@random", "num_requests": 1, "max_new_tokens": 4},
+}
+RUN_LIMIT_S = {"gpu": 300.0, "smoke": 90.0}  # one run past this is cut (and recorded as failed)
+FIRST_GUESS_S = {"gpu": 150.0, "smoke": 20.0}  # a step's cost before any was measured
+
+
+# --------------------------------------------------------------------------------------------------
+# Building the workflows of each step
+# --------------------------------------------------------------------------------------------------
+
+
+def apply_overrides(data: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
+    """Return a copy of a canonical workflow dict with per-type overrides applied to its units."""
+    out = copy.deepcopy(data)
+    for unit in _units(out).values():
+        for key in ("*", unit["type"]):
+            for name, value in overrides.get(key, {}).items():
+                unit[name] = copy.deepcopy(value)
+    return out
+
+
+def _units(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in data.items() if isinstance(v, dict) and "type" in v}
+
+
+def only_node(data: dict[str, Any], node: str) -> dict[str, Any]:
+    """Return a copy of a workflow dict holding one node (without its dependencies) and its unit."""
+    out = copy.deepcopy(data)
+    spec = out["workflows"][node]
+    for name in list(_units(out)):
+        if name != spec["uses"]:
+            del out[name]
+    out["workflows"] = {node: {"uses": spec["uses"]}}
+    out["name"] = f"{data['name']}-solo-{node}"
+    return out
+
+
+@dataclass
+class Study:
+    """The study's configuration: GPU scale, or the CPU smoke profile with its own state folder."""
+
+    state_dir: Path
+    smoke: bool = False
+
+    @property
+    def profile(self) -> str:
+        return "smoke" if self.smoke else "gpu"
+
+    @property
+    def levels(self) -> tuple[Level, ...]:
+        return SMOKE_LEVELS if self.smoke else LEVELS
+
+    def workflow_dict(self, name: str, level: Level) -> dict[str, Any]:
+        """Return the canonical dict of a study workflow at a load level (smoke overrides applied)."""
+        data = to_dict(load_file(WORKFLOWS[name]))
+        if self.smoke:
+            data = apply_overrides(data, SMOKE)
+            clip = self.smoke_clip()
+            for unit in _units(data).values():
+                if unit["type"] == "LiveCaptions":
+                    unit["audio"] = str(clip)
+        return apply_overrides(data, level.overrides)
+
+    def smoke_clip(self) -> Path:
+        """Return a 4 s cut of a shipped clip (captions stream at wall-clock pace: 4 s, not 12)."""
+        import soundfile
+
+        from benchmarks.apps.datasets import DATA_DIR
+
+        path = self.state_dir / "clip-4s.wav"
+        if not path.is_file():
+            samples, rate = soundfile.read(str(DATA_DIR / "audio" / "clip-1.flac"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            soundfile.write(str(path), samples[: 4 * rate], rate)
+        return path
+
+
+# --------------------------------------------------------------------------------------------------
+# Steps and state
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of the study: a workflow (or one of its nodes alone) at a level under a scheduler."""
+
+    workflow: str
+    kind: str  # "sweep" (greedy, finding the knee), "solo" (one node alone), "mix" (all nodes)
+    level: str
+    scheduler: str
+    node: str | None = None
+
+    @property
+    def key(self) -> str:
+        return "/".join(p for p in (self.workflow, self.kind, self.level, self.node or self.scheduler) if p)
+
+
+class State:
+    """``state.json``: every finished step's summary (bundle path, wall time, error), kept between calls."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.path = directory / "state.json"
+        self.data: dict[str, Any] = (
+            json.loads(self.path.read_text()) if self.path.is_file() else {"steps": {}}
+        )
+
+    def get(self, step: Step) -> dict[str, Any] | None:
+        entry: dict[str, Any] | None = self.data["steps"].get(step.key)
+        return entry
+
+    def put(self, step: Step, entry: dict[str, Any]) -> None:
+        self.data["steps"][step.key] = entry
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        tmp.replace(self.path)
+
+    def result(self, step: Step) -> dict[str, Any] | None:
+        """Return the result document of a finished step, or None (not run, or failed before running)."""
+        entry = self.get(step)
+        if not entry or not entry.get("bundle"):
+            return None
+        result: dict[str, Any] = json.loads((self.dir / entry["bundle"] / "result.json").read_text())
+        return result
+
+
+def knee(study: Study, state: State) -> Level | None:
+    """Return the knee of the load sweep, or None while the sweep goes on.
+
+    The knee is the first level where greedy's mean attainment falls below ``KNEE``; a level that could
+    not run (out of memory, say) ends the sweep at the level before it; the last level when none misses.
+    """
+    previous: Level | None = None
+    level: Level
+    for level in study.levels:
+        step = Step("mix", "sweep", level.name, "greedy")
+        if state.get(step) is None:
+            return None
+        result = state.result(step)
+        attainment = result.get("mean_attainment") if result else None
+        if result is None or attainment is None:
+            return previous or level
+        if attainment < KNEE:
+            return level
+        previous = level
+    return study.levels[-1]
+
+
+def plan(study: Study, state: State) -> Iterator[Step]:
+    """Yield the study's steps in order, up to the first sweep step not run yet while the knee is unknown."""
+    found = knee(study, state)
+    for level in study.levels:
+        step = Step("mix", "sweep", level.name, "greedy")
+        if state.get(step) is None:
+            if found is None:
+                yield step
+            break
+        yield step
+    if found is None:
+        return
+    for name in WORKFLOWS:
+        nodes = to_dict(load_file(WORKFLOWS[name]))["workflows"]
+        for node in nodes:
+            yield Step(name, "solo", found.name, "greedy", node)
+        for scheduler in SCHEDULERS:
+            if name == "mix" and scheduler == "greedy":
+                continue  # the sweep ran it at this level
+            yield Step(name, "mix", found.name, scheduler)
+
+
+def workflow_of(study: Study, step: Step) -> Workflow:
+    """Return the validated workflow a step runs."""
+    level = next(lv for lv in study.levels if lv.name == step.level)
+    data = study.workflow_dict(step.workflow, level)
+    if step.node is not None:
+        data = only_node(data, step.node)
+    return from_dict(data)
+
+
+def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str, Any]:
+    """Run one step, write its bundle under the state folder; return its state entry."""
+    from benchmarks.runner import PreflightError, run_workflow
+    from benchmarks.schedulers.base import SchedulerError
+
+    bundle = Path(step.key.replace("/", "-"))
+    started = now()
+    entry: dict[str, Any] = {"scheduler": step.scheduler, "level": step.level}
+    try:
+        workflow = workflow_of(study, step)
+        result = run_workflow(
+            workflow, scheduler=step.scheduler, out_dir=state.dir / bundle, time_limit_s=limit_s
+        )
+        write_bundle(result, state.dir / bundle)
+        entry.update(bundle=str(bundle), status=result["status"], mean_attainment=result["mean_attainment"])
+        failed = [
+            f"{n['name']}: {n['reason']}" for n in result["nodes"] if n["status"] in ("failed", "skipped")
+        ]
+        if failed:
+            entry["error"] = "; ".join(failed)
+    except (PreflightError, SchedulerError) as exc:
+        entry.update(status="not run", error=str(exc))
+    except Exception as exc:
+        entry.update(status="not run", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc())
+    entry["wall_s"] = round(now() - started, 1)
+    state.put(step, entry)
+    return entry
+
+
+def run_study(study: Study, budget_s: float, log: Any = None) -> int:
+    """Run the pending steps that fit in ``budget_s``; return how many steps are still pending."""
+    log = log or sys.stdout
+    state = State(study.state_dir)
+    started = now()
+    while True:
+        pending = [s for s in plan(study, state) if state.get(s) is None]
+        if not pending:
+            print("study complete: every step has run (summarize next)", file=log)
+            return 0
+        step = pending[0]
+        walls = [e["wall_s"] for e in state.data["steps"].values() if e.get("bundle")]
+        guess = max(walls) if walls else FIRST_GUESS_S[study.profile]
+        left = budget_s - (now() - started)
+        if guess > left:
+            print(
+                f"stopping: {left:.0f} s left in this call, a step takes ~{guess:.0f} s; call again", file=log
+            )
+            return len(pending)
+        print(f"== {step.key}", file=log, flush=True)
+        entry = run_step(study, state, step, min(RUN_LIMIT_S[study.profile], left))
+        line = f"   {entry['status']} in {entry['wall_s']} s, mean attainment {entry.get('mean_attainment')}"
+        print(line + (f"; {entry['error']}" if entry.get("error") else ""), file=log, flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Summary: docs/results/schedulers-h200.json and .md
+# --------------------------------------------------------------------------------------------------
+
+
+def _app_summary(app: Mapping[str, Any], solo: Mapping[str, Any] | None) -> dict[str, Any]:
+    latency = {
+        m: {"p50": s.get("p50"), "p99": s.get("p99")}
+        for m, s in app["metrics"].items()
+        if s.get("p50") is not None
+    }
+    out: dict[str, Any] = {
+        "type": app["type"],
+        "slo": app["slo"],
+        "slo_attainment": app["slo_attainment"],
+        "requests": app["requests_counted"],
+        "latency_s": latency,
+    }
+    if solo is not None:
+        out["solo_attainment"] = solo["slo_attainment"]
+        out["slowdown_vs_solo"] = {
+            m: round(v["p50"] / solo["metrics"][m]["p50"], 3)
+            for m, v in latency.items()
+            if solo["metrics"].get(m, {}).get("p50")
+        }
+    return out
+
+
+def _scheduler_summary(
+    result: Mapping[str, Any] | None, solos: Mapping[str, Any], error: str | None
+) -> dict[str, Any]:
+    if result is None:
+        return {
+            "mean_attainment": None,
+            "sm_activity": None,
+            "fairness": None,
+            "makespan_s": None,
+            "apps": {},
+            "error": error,
+        }
+    run = (result.get("telemetry") or {}).get("run") or {}
+    out = {
+        "mean_attainment": result["mean_attainment"],
+        "sm_activity": run.get("sm_activity_mean_pct"),
+        "fairness": result["fairness"],
+        "makespan_s": result["makespan_s"],
+        "energy_j": run.get("gpu_energy_j"),
+        "apps": {a["name"]: _app_summary(a, solos.get(a["name"])) for a in result["applications"]},
+    }
+    if error:
+        out["error"] = error
+    return out
+
+
+def summarize(study: Study) -> dict[str, Any]:
+    """Return the summary: {"platform", "workflows": {name: {scheduler: {...}}}, "level", "sweep"}."""
+    state = State(study.state_dir)
+    level = knee(study, state)
+    if level is None:
+        raise SystemExit("the load sweep has not finished: run the study first")
+    workflows: dict[str, Any] = {}
+    platform: dict[str, Any] | None = None
+    for name in WORKFLOWS:
+        solos: dict[str, Any] = {}
+        for node in to_dict(load_file(WORKFLOWS[name]))["workflows"]:
+            solo = state.result(Step(name, "solo", level.name, "greedy", node))
+            if solo and solo["applications"]:
+                solos[node] = solo["applications"][0]
+        per: dict[str, Any] = {}
+        for scheduler in SCHEDULERS:
+            kind = "sweep" if name == "mix" and scheduler == "greedy" else "mix"
+            step = Step(name, kind, level.name, scheduler)
+            result, entry = state.result(step), state.get(step) or {}
+            platform = platform or (result or {}).get("platform")
+            per[scheduler] = _scheduler_summary(result, solos, entry.get("error"))
+        workflows[name] = per
+    sweep = []
+    for lv in study.levels:
+        result = state.result(Step("mix", "sweep", lv.name, "greedy"))
+        if result is not None:
+            sweep.append(
+                {
+                    "level": lv.name,
+                    "load": lv.description,
+                    "mean_attainment": result["mean_attainment"],
+                    "apps": {a["name"]: a["slo_attainment"] for a in result["applications"]},
+                }
+            )
+    return {
+        "platform": platform,
+        "workflows": workflows,
+        "level": {"name": level.name, "load": level.description, "knee_below": KNEE},
+        "sweep": sweep,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f} %"
+
+
+def _num(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def render_markdown(summary: Mapping[str, Any], how_to_run: str) -> str:
+    """Return ``schedulers-h200.md``: the platform, the sweep, one table per workflow, how it was run."""
+    gpu = ", ".join(g.get("name", "?") for g in (summary.get("platform") or {}).get("gpus", [])) or "no GPU"
+    lines = [
+        "# Schedulers on one GPU: the H200 study (issue 7)",
+        "",
+        f"Platform: {gpu}. Load level of the tables: {summary['level']['name']} "
+        f"({summary['level']['load']}), the first level of the sweep where greedy's mean SLO attainment "
+        f"fell below {summary['level']['knee_below']:.0%} (the last level when it never did).",
+        "",
+        "## Load sweep (workflow mix, greedy)",
+        "",
+        "| level | load | mean attainment | per application |",
+        "|---|---|---|---|",
+    ]
+    for row in summary["sweep"]:
+        apps = ", ".join(f"{k} {_pct(v)}" for k, v in row["apps"].items())
+        lines.append(f"| {row['level']} | {row['load']} | {_pct(row['mean_attainment'])} | {apps} |")
+    for name, per in summary["workflows"].items():
+        lines += [
+            "",
+            f"## Workflow {name}",
+            "",
+            "| scheduler | mean attainment | SM activity | fairness | makespan (s) | GPU energy (J) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for scheduler, s in per.items():
+            if s.get("error") and s["mean_attainment"] is None:
+                lines.append(f"| {scheduler} | not run: {s['error']} | | | | |")
+                continue
+            lines.append(
+                f"| {scheduler} | {_pct(s['mean_attainment'])} | {_num(s['sm_activity'])} % | "
+                f"{_num(s['fairness'], '{:.2f}')} | {_num(s['makespan_s'])} | "
+                f"{_num(s.get('energy_j'), '{:.0f}')} |"
+            )
+        lines += [
+            "",
+            "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo |",
+            "|---|---|---|---|---|---|",
+        ]
+        for scheduler, s in per.items():
+            for app, a in s["apps"].items():
+                lat = "; ".join(
+                    f"{m} {_num(v['p50'], '{:.3f}')} / {_num(v['p99'], '{:.3f}')}"
+                    for m, v in a["latency_s"].items()
+                )
+                slow = "; ".join(f"{m} x{v}" for m, v in a.get("slowdown_vs_solo", {}).items())
+                lines.append(
+                    f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])} "
+                    f"({_pct(a.get('solo_attainment'))}) | {lat} | {slow} |"
+                )
+    return "\n".join(lines) + "\n\n" + how_to_run
+
+
+HOW_TO_RUN_MARKER = "## How to run"
+
+
+def write_summary(study: Study, json_path: Path, md_path: Path) -> dict[str, Any]:
+    """Write the summary JSON (and ``<name>-sweep.json``) and the Markdown, keeping its "How to run" section.
+
+    Returns the whole summary.
+    """
+    summary = summarize(study)
+    how_to_run = HOW_TO_RUN_MARKER + "\n\n(see benchmarks/study/README.md)\n"
+    if md_path.is_file() and HOW_TO_RUN_MARKER in md_path.read_text():
+        text = md_path.read_text()
+        how_to_run = text[text.index(HOW_TO_RUN_MARKER) :]
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    # Issue 7's shape exactly; the sweep that chose the level goes beside it.
+    json_path.write_text(json.dumps({k: summary[k] for k in ("platform", "workflows")}, indent=1) + "\n")
+    sweep_path = json_path.with_name(f"{json_path.stem}-sweep.json")
+    sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep")}, indent=1) + "\n")
+    md_path.write_text(render_markdown(summary, how_to_run))
+    return summary
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study command line; return the exit status (0: done, 3: steps still pending)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.study.h200", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("command", choices=("run", "summarize", "plan"))
+    parser.add_argument("--cpu-smoke", action="store_true", help="tiny models on this CPU, end to end")
+    parser.add_argument("--state", type=Path, help="state and bundles (default results/h200-study/<profile>)")
+    parser.add_argument("--budget-s", type=float, default=510.0, help="run: stop before exceeding this")
+    parser.add_argument("--json", type=Path, help="summarize: summary JSON (default docs/results/...)")
+    parser.add_argument("--md", type=Path, help="summarize: summary Markdown (default docs/results/...)")
+    args = parser.parse_args(argv)
+    study = Study(
+        args.state or Path("results/h200-study") / ("smoke" if args.cpu_smoke else "gpu"), args.cpu_smoke
+    )
+    if args.command == "plan":
+        state = State(study.state_dir)
+        for step in plan(study, state):
+            entry = state.get(step)
+            print(f"{step.key}: {entry['status'] if entry else 'pending'}")
+        return 0
+    if args.command == "run":
+        t = time.monotonic()
+        pending = run_study(study, args.budget_s)
+        print(f"({time.monotonic() - t:.0f} s in this call)")
+        return 3 if pending else 0
+    default = Path("docs/results") if not args.cpu_smoke else study.state_dir
+    summary = write_summary(
+        study, args.json or default / "schedulers-h200.json", args.md or default / "schedulers-h200.md"
+    )
+    print(json.dumps({k: summary[k] for k in ("level", "sweep")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

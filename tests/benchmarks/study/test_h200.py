@@ -1,0 +1,141 @@
+"""The H200 study driver: its plan, the workflows it derives, and the whole pipeline on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.spec import from_dict
+from benchmarks.study.h200 import (
+    KNEE,
+    SMOKE_LEVELS,
+    State,
+    Step,
+    Study,
+    apply_overrides,
+    knee,
+    main,
+    only_node,
+    plan,
+)
+
+
+def fake_result(state: State, step: Step, attainment: float | None) -> None:
+    """Record a step as run, with a minimal result.json holding its mean attainment."""
+    bundle = state.dir / step.key.replace("/", "-")
+    bundle.mkdir(parents=True)
+    (bundle / "result.json").write_text(json.dumps({"mean_attainment": attainment}))
+    state.put(step, {"bundle": bundle.name, "status": "completed", "wall_s": 1.0})
+
+
+def test_the_sweep_runs_level_by_level_and_stops_at_the_first_level_where_greedy_misses(tmp_path):
+    study = Study(tmp_path, smoke=False)
+    state = State(tmp_path)
+    assert [s.key for s in plan(study, state)] == ["mix/sweep/L0/greedy"]
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    assert [s.key for s in plan(study, state)][-1] == "mix/sweep/L1/greedy"
+    fake_result(state, Step("mix", "sweep", "L1", "greedy"), KNEE - 0.01)
+    assert knee(study, state).name == "L1"
+    keys = [s.key for s in plan(study, state)]
+    # Each node alone at the knee, then the mix under the two other schedulers, then the DAG.
+    assert keys[2:] == [
+        "mix/solo/L1/chat",
+        "mix/solo/L1/image",
+        "mix/solo/L1/captions",
+        "mix/mix/L1/credit",
+        "mix/mix/L1/partition",
+        "content-creation/solo/L1/brainstorm",
+        "content-creation/solo/L1/outline",
+        "content-creation/solo/L1/cover_art",
+        "content-creation/solo/L1/captions",
+        "content-creation/mix/L1/greedy",
+        "content-creation/mix/L1/credit",
+        "content-creation/mix/L1/partition",
+    ]
+
+
+def test_a_level_that_could_not_run_ends_the_sweep_at_the_level_before(tmp_path):
+    study, state = Study(tmp_path), State(tmp_path)
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    fake_result(state, Step("mix", "sweep", "L1", "greedy"), 0.95)
+    state.put(
+        Step("mix", "sweep", "L2", "greedy"),
+        {"status": "not run", "error": "CUDA out of memory", "wall_s": 9},
+    )
+    assert knee(study, state).name == "L1"
+    assert "mix/sweep/L3/greedy" not in [s.key for s in plan(study, state)]
+
+
+def test_levels_override_every_unit_of_a_type_and_solo_keeps_one_node(tmp_path):
+    study = Study(tmp_path)
+    data = study.workflow_dict("content-creation", study.levels[2])
+    chats = [u for u in data.values() if isinstance(u, dict) and u.get("type") == "Chatbot"]
+    assert len(chats) == 2 and all(
+        c["model"] == "llama-3.1-8b@random" and c["concurrency"] == 4 for c in chats
+    )
+    solo = from_dict(only_node(data, "captions"))
+    assert list(solo.nodes) == ["captions"] and solo.nodes["captions"].depend_on == ()
+    assert list(solo.applications) == ["live_captions"]
+    assert solo.applications["live_captions"].concurrency == 2
+
+
+def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models(tmp_path):
+    data = Study(tmp_path, smoke=True).workflow_dict("mix", SMOKE_LEVELS[0])
+    units = {u["type"]: u for u in data.values() if isinstance(u, dict) and "type" in u}
+    assert {u["device"] for u in units.values()} == {"cpu"}
+    assert units["Chatbot"]["model"] == "llama-tiny@random" and units["ImageGen"]["height"] == 64
+    assert units["LiveCaptions"]["backend"] == "transformers"
+    assert apply_overrides(data, {}) == data
+
+
+def test_a_call_without_the_budget_for_a_step_runs_nothing_and_says_so(tmp_path, capsys):
+    assert main(["run", "--cpu-smoke", "--state", str(tmp_path), "--budget-s", "1"]) == 3
+    assert "call again" in capsys.readouterr().out and not (tmp_path / "state.json").exists()
+
+
+@pytest.mark.models
+def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shape(tmp_path, monkeypatch):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    state = tmp_path / "state"
+    assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
+    # Every step is recorded: a second call has nothing left to do.
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
+    assert json.loads((state / "state.json").read_text())["steps"] == steps
+    md = tmp_path / "out.md"
+    md.write_text("# old\n\n## How to run\n\nthe exact device calls\n")
+    assert (
+        main(
+            [
+                "summarize",
+                "--cpu-smoke",
+                "--state",
+                str(state),
+                "--json",
+                str(tmp_path / "out.json"),
+                "--md",
+                str(md),
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((tmp_path / "out.json").read_text())
+    assert set(summary) == {"platform", "workflows"}
+    assert set(summary["workflows"]) == {"mix", "content-creation"}
+    for per in summary["workflows"].values():
+        assert set(per) == {"greedy", "credit", "partition"}
+        # No GPU here: partition refuses with its reason instead of silently running greedy.
+        assert per["partition"]["mean_attainment"] is None and "no GPU" in per["partition"]["error"]
+        for scheduler in ("greedy", "credit"):
+            s = per[scheduler]
+            assert 0 <= s["mean_attainment"] <= 1 and 0 < s["fairness"] <= 1 and s["makespan_s"] > 0
+            captions = s["apps"]["captions"]
+            assert captions["type"] == "LiveCaptions" and captions["latency_s"]["chunk"]["p50"] > 0
+            assert captions["slowdown_vs_solo"]["chunk"] > 0
+    assert set(summary["workflows"]["mix"]["greedy"]["apps"]) == {"chat", "image", "captions"}
+    sweep = json.loads((tmp_path / "out-sweep.json").read_text())
+    assert sweep["level"]["name"] in ("L0", "L1") and sweep["sweep"][0]["level"] == "L0"
+    text = md.read_text()
+    assert "## Workflow mix" in text and "| greedy |" in text
+    assert text.endswith("## How to run\n\nthe exact device calls\n")  # the hand-written part is kept
