@@ -853,6 +853,9 @@ def random_gguf(model: RandomModel) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _file_lock(target.with_name(f".{target.name}.lock")):
         if not target.is_file():
+            # A writer killed mid-file leaves its part behind (16 GB for the 8B): nobody else writes now.
+            for stale in target.parent.glob(f".{target.name}.*.tmp"):
+                stale.unlink(missing_ok=True)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             try:
                 _write_llama_gguf(model, tmp)

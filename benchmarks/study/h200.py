@@ -159,7 +159,14 @@ class Study:
             for unit in _units(data).values():
                 if unit["type"] == "LiveCaptions":
                     unit["audio"] = str(clip)
-        return apply_overrides(data, level.overrides)
+        out = apply_overrides(data, level.overrides)
+        # More sessions share the unit's requests (ceil), so a level adds concurrent users, not work
+        # per user, and a run stays within the device's per-command time.
+        for name, unit in _units(out).items():
+            given = level.overrides.get(unit["type"], {})
+            if unit.get("concurrency", 1) > 1 and "num_requests" not in given:
+                unit["num_requests"] = -(-_units(data)[name]["num_requests"] // unit["concurrency"])
+        return out
 
     def smoke_clip(self) -> Path:
         """Return a 4 s cut of a shipped clip (captions stream at wall-clock pace: 4 s, not 12)."""
@@ -499,7 +506,10 @@ def write_summary(study: Study, json_path: Path, md_path: Path) -> dict[str, Any
     Returns the whole summary.
     """
     summary = summarize(study)
-    how_to_run = HOW_TO_RUN_MARKER + "\n\n(see benchmarks/study/README.md)\n"
+    how_to_run = (
+        HOW_TO_RUN_MARKER
+        + "\n\nOn the GPU machine, once per call until it says so: bash benchmarks/study/device.sh\n"
+    )
     if md_path.is_file() and HOW_TO_RUN_MARKER in md_path.read_text():
         text = md_path.read_text()
         how_to_run = text[text.index(HOW_TO_RUN_MARKER) :]

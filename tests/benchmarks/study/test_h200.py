@@ -78,6 +78,9 @@ def test_levels_override_every_unit_of_a_type_and_solo_keeps_one_node(tmp_path):
     assert list(solo.nodes) == ["captions"] and solo.nodes["captions"].depend_on == ()
     assert list(solo.applications) == ["live_captions"]
     assert solo.applications["live_captions"].concurrency == 2
+    # Sessions share the unit's requests: 6 brainstorm turns over 4 sessions, 2 streams over 2.
+    assert [c["num_requests"] for c in chats] == [2, 1]
+    assert solo.applications["live_captions"].num_requests == 1
 
 
 def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models(tmp_path):

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One device call of issue 7's H200 study, run from the repository root on the GPU machine:
+#   bash benchmarks/study/device.sh            (carry: .device, made here by prepare_device.sh)
+# The same command every call; each one does what is still missing and stops in time (the device
+# allows 10 minutes a command):
+#   1. installs the carried wheels the image lacks (--no-deps, so the image's torch stays);
+#   2. builds llama-cpp-python with CUDA from the carried stripped sdist, once (~4 min); the wheel is
+#      kept in results/h200-study/build, ignored by git and not carried, so later calls on the same
+#      warm machine install it in seconds;
+#   3. writes the random Llama GGUFs into results/h200-study/cache once (3B: 6.4 GB, 8B: 16 GB);
+#   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
+#   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
+#   6. copies the state, the bundles and the summary to $OUT.
+# If the machine went cold between calls, put the last fetched h200-study/gpu folder at
+# results/h200-study/gpu and carry it too: the study resumes where it was (the wheel is rebuilt).
+set -uo pipefail
+CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
+OUT=${OUT:-/tmp/h200-study-out}
+ROOT=results/h200-study
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CB_CACHE_DIR=$PWD/$ROOT/cache
+mkdir -p "$OUT" "$ROOT/build" "$ROOT/cache"
+log() { echo "[$(date +%H:%M:%S) +${SECONDS}s] $*"; }
+
+log "1. wheels"
+missing=$(python3 - <<'PY'
+import importlib.metadata, pathlib, re
+for wheel in sorted(pathlib.Path(".device/wheels").glob("*.whl")):
+    dist = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+    try:
+        importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        print(wheel)
+PY
+)
+if [ -n "$missing" ]; then
+  python3 -m pip install -q --no-index --no-deps $missing || exit 1
+fi
+
+log "2. llama-cpp-python with CUDA"
+if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
+  wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
+  if [ -z "$wheel" ]; then
+    CMAKE_ARGS="-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF" \
+      CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip wheel -q --no-deps --no-build-isolation \
+      -w "$ROOT/build" .device/llama_cpp_python-*-stripped.tar.gz > "$OUT/llama-build.log" 2>&1 \
+      || { tail -n 40 "$OUT/llama-build.log"; exit 1; }
+    wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl | head -n 1)
+  fi
+  python3 -m pip install -q --no-deps --force-reinstall "$wheel" || exit 1
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
+
+log "3. random GGUFs"
+# The 8B file takes minutes to write: left to the next call when this one has spent its first half
+# (a run that had to write it would spend its time limit loading).
+python3 - "$SECONDS" "$CALL_S" <<'PY' || exit 1
+import sys
+from benchmarks.models import RANDOM, random_gguf
+spent, call = (int(x) for x in sys.argv[1:])
+print("llama-3.2-3b", random_gguf(RANDOM["llama-3.2-3b"]))
+if spent < call / 2:
+    print("llama-3.1-8b", random_gguf(RANDOM["llama-3.1-8b"]))
+PY
+
+log "4. study steps"
+python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --budget-s $((CALL_S - SECONDS))
+status=$?
+
+if [ "$status" -eq 0 ]; then
+  log "5. summary"
+  python3 -m benchmarks.study.h200 summarize --state "$ROOT/gpu"
+  mkdir -p "$OUT/docs" && cp docs/results/schedulers-h200*.json docs/results/schedulers-h200.md "$OUT/docs/"
+fi
+
+log "6. copy to \$OUT"
+python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" | tee "$OUT/plan.txt"
+cp -r "$ROOT/gpu" "$OUT/h200-study-gpu"
+log "done (status $status: 0 complete, 3 steps pending: call again)"
+exit "$status"
