@@ -91,8 +91,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor_cli.register(sub)
     for ep in entry_points(group="consumerbench.commands"):
-        ep.load()(sub)
+        try:
+            register = ep.load()
+        except ImportError as exc:
+            # e.g. `worker` without the web extra installed: the engine's commands still work.
+            _register_unavailable(sub, ep.name, exc)
+            continue
+        register(sub)
     return parser
+
+
+def _register_unavailable(sub: Any, name: str, exc: ImportError) -> None:
+    message = (
+        f"'{name}' is not available here: {exc} (install the web extra: pip install 'consumerbench[web]')"
+    )
+
+    def refuse(args: argparse.Namespace) -> int:
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+
+    cmd = sub.add_parser(name, help=f"(unavailable: {exc})")
+    cmd.set_defaults(func=refuse)
 
 
 # --------------------------------------------------------------------------------------------------

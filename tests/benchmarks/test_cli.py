@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks.results import load_bundle
 
 ROOT = Path(__file__).parents[2]
@@ -104,3 +106,16 @@ def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) 
     out = cli("run", str(wf))
     assert out.returncode == 2 and "line 1: a.num_requests" in out.stderr
     assert not list((ROOT / "results").glob("bad-*"))
+
+
+def test_plugged_in_commands_that_need_the_web_stack_are_refused_clearly_without_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from importlib.metadata import entry_points
+
+    from benchmarks.cli import main
+
+    assert "worker" in [ep.name for ep in entry_points(group="consumerbench.commands")]
+    # This test process forbids the web stack (tests/benchmarks/conftest.py), as an engine-only install would.
+    assert main(["worker"]) == 2
+    assert "'worker' is not available here" in capsys.readouterr().err
