@@ -229,7 +229,9 @@ class TransformersWhisperBackend:
             options.update(language=self.language, task="transcribe")
         if prompt:
             ids = self.tokenizer(" " + prompt.strip(), add_special_tokens=False).input_ids
-            options["prompt_ids"] = torch.tensor([self.prev_sot, *ids[-self.max_prompt_tokens + 1 :]])
+            options["prompt_ids"] = torch.tensor(
+                [self.prev_sot, *ids[-self.max_prompt_tokens + 1 :]], device=self.device
+            )
         with torch.inference_mode():
             tokens = self.model.generate(features, **options)
         # Timestamp ids may lie past the tokenizer's vocabulary (tokenizer.json files often omit them).
