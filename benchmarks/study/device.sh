@@ -10,9 +10,10 @@
 #   3. writes the random Llama GGUFs into results/h200-study/cache once (3B: 6.4 GB, 8B: 16 GB);
 #   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
-#   6. copies the state, the bundles and the summary to $OUT.
-# If the machine went cold between calls, put the last fetched h200-study/gpu folder at
-# results/h200-study/gpu and carry it too: the study resumes where it was (the wheel is rebuilt).
+#   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
+# If the machine went cold between calls, extract the last fetched h200-study-gpu.tar.gz into
+# results/h200-study/ and carry results/h200-study/gpu too: the study resumes where it was (the wheel
+# is rebuilt).
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
@@ -74,6 +75,7 @@ fi
 
 log "6. copy to \$OUT"
 python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" | tee "$OUT/plan.txt"
-cp -r "$ROOT/gpu" "$OUT/h200-study-gpu"
+# One archive: the device gives back at most 8 files; images stay behind (result.json keeps their paths).
+tar czf "$OUT/h200-study-gpu.tar.gz" --exclude='*.png' -C "$ROOT" gpu
 log "done (status $status: 0 complete, 3 steps pending: call again)"
 exit "$status"
