@@ -156,6 +156,7 @@ class Progress:
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
         self.totals = {n: _expected_requests(workflow.unit_of(n)) for n in self.names}
+        self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
         self.state: dict[str, dict[str, Any]] = {
             n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
         }
@@ -187,7 +188,10 @@ class Progress:
 
     def _line(self, node: str) -> str:
         st = self.state[node]
-        text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{self.totals[node]} requests"
+        if self.records[node] == "request":
+            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{self.totals[node]} requests"
+        else:
+            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']} {self.records[node]}s"
         if st["last"] is not None:
             text += f"  last e2e {st['last']:.3f}s"
         if st["reason"] and st["status"] in ("failed", "skipped", "stopped"):

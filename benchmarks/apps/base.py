@@ -45,6 +45,8 @@ class AppType:
     driver: str
     default_model: str | None = None
     needs_model: bool = False
+    # What one record is: a request, or a piece of a stream (a chunk) whose count is not known ahead.
+    record: str = "request"
     description: str = ""
     # Checks this machine before a run starts (model and data files); returns problems as sentences.
     check: Callable[[Application], list[str]] | None = None

@@ -325,6 +325,7 @@ APP = AppType(
     driver="benchmarks.apps.captions:CaptionsDriver",
     default_model="whisper-tiny.en",
     needs_model=True,
+    record="chunk",
     description="A live audio stream cut into chunks at wall-clock pace, transcribed by Whisper "
     "(faster-whisper or transformers).",
     check=check,

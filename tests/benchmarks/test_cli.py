@@ -119,3 +119,21 @@ def test_plugged_in_commands_that_need_the_web_stack_are_refused_clearly_without
     # This test process forbids the web stack (tests/benchmarks/conftest.py), as an engine-only install would.
     assert main(["worker"]) == 2
     assert "'worker' is not available here" in capsys.readouterr().err
+
+
+def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
+    import io
+
+    from benchmarks.cli import Progress
+    from benchmarks.spec import load_yaml
+
+    wf = load_yaml("cap: {type: LiveCaptions}\nchat: {type: Sleep, num_requests: 2, concurrency: 2}\n")
+    out = io.StringIO()
+    progress = Progress(wf, out)
+    for node in ("cap", "cap", "cap", "chat"):
+        progress.on_event({"t": 1.0, "kind": "request_end", "node": node, "record": {"metrics": {}}})
+    progress.on_event({"t": 1.0, "kind": "node_status", "node": "cap", "status": "succeeded"})
+    progress.on_event({"t": 1.0, "kind": "node_status", "node": "chat", "status": "running"})
+    lines = out.getvalue().splitlines()
+    assert "cap   succeeded 3 chunks" in lines[0]
+    assert "chat  loading   1/4 requests" in lines[1]
