@@ -19,11 +19,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.models import ResolvedModel, build_random_whisper
+
+if TYPE_CHECKING:
+    # Not at run time: see test_app_process_entry_does_not_load_numpy (llama.cpp's CUDA build).
+    import numpy as np
 
 SAMPLE_RATE = 16_000
 BACKENDS = ("faster_whisper", "transformers")
@@ -205,6 +207,7 @@ class TransformersWhisperBackend:
     @staticmethod
     def decode(path: Path) -> np.ndarray:
         """Return a WAV/FLAC file as 16 kHz mono float32 samples (soundfile; linear resampling)."""
+        import numpy as np
         import soundfile
 
         samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)

@@ -232,11 +232,17 @@ class State:
         return result
 
 
+class StudyError(RuntimeError):
+    """The study cannot go on (its first load level failed): nothing would be comparable."""
+
+
 def knee(study: Study, state: State) -> Level | None:
     """Return the knee of the load sweep, or None while the sweep goes on.
 
     The knee is the first level where greedy's mean attainment falls below ``KNEE``; a level that could
-    not run (out of memory, say) ends the sweep at the level before it; the last level when none misses.
+    not run, or where an application failed (out of memory, a crash), ends the sweep at the level before
+    it: a failed application is a broken measurement, not an SLO miss. Raises StudyError when the first
+    level itself failed. The last level when none misses.
     """
     previous: Level | None = None
     level: Level
@@ -246,8 +252,11 @@ def knee(study: Study, state: State) -> Level | None:
             return None
         result = state.result(step)
         attainment = result.get("mean_attainment") if result else None
-        if result is None or attainment is None:
-            return previous or level
+        error = (state.get(step) or {}).get("error")
+        if result is None or attainment is None or error:
+            if previous is None:
+                raise StudyError(f"the first sweep level {level.name} failed: {error or 'no attainment'}")
+            return previous
         if attainment < KNEE:
             return level
         previous = level
@@ -542,6 +551,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     study = Study(
         args.state or Path("results/h200-study") / ("smoke" if args.cpu_smoke else "gpu"), args.cpu_smoke
     )
+    try:
+        return _command(args, study)
+    except StudyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(args: argparse.Namespace, study: Study) -> int:
     if args.command == "plan":
         state = State(study.state_dir)
         for step in plan(study, state):

@@ -19,6 +19,8 @@ WHEELS=(
   "pydantic==2.14.4" "pydantic-core==2.50.5" "annotated-types>=0.7" "typing-inspection>=0.4"
   "pyyaml>=6.0" "psutil>=5.9" "diffusers==0.42.1" "importlib-metadata>=8" "zipp>=3.20"
   "gguf==0.19.0" "diskcache>=5.6" "soundfile>=0.12" "cffi>=1.17" "pycparser>=2.22"
+  # The CLIP BPE vocabulary of the @random image models (seen missing on the H200 image).
+  "open-clip-torch==3.3.0"
 )
 "$PIP" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \

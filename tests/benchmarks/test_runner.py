@@ -223,3 +223,14 @@ def test_a_failing_session_fails_its_node_with_the_session_named() -> None:
     result = run("a: {type: Synthetic, steps: 1, step_ms: 1, fail_at_request: 1, concurrency: 2}\n")
     assert node(result, "a")["status"] == "failed"
     assert node(result, "a")["reason"].startswith("RuntimeError: session 0: RuntimeError: synthetic failure")
+
+
+def test_app_process_entry_does_not_load_numpy() -> None:
+    # Seen on the H200 (docs/results/schedulers-h200.md): with numpy loaded first, llama.cpp's CUDA
+    # build segfaults while loading a model; llama_cpp must be the first to load its native libraries.
+    import subprocess
+    import sys
+
+    code = "import sys, benchmarks.runner, benchmarks.apps; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

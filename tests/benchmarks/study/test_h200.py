@@ -67,6 +67,24 @@ def test_a_level_that_could_not_run_ends_the_sweep_at_the_level_before(tmp_path)
     assert "mix/sweep/L3/greedy" not in [s.key for s in plan(study, state)]
 
 
+def test_a_crashed_application_is_not_taken_for_an_slo_miss(tmp_path):
+    study, state = Study(tmp_path), State(tmp_path)
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    fake_result(state, Step("mix", "sweep", "L1", "greedy"), 0.5)
+    entry = state.get(Step("mix", "sweep", "L1", "greedy"))
+    state.put(Step("mix", "sweep", "L1", "greedy"), {**entry, "error": "chat: killed by SIGSEGV"})
+    assert knee(study, state).name == "L0"
+
+
+def test_a_failed_first_level_stops_the_study_with_its_reason(tmp_path, capsys):
+    state = State(tmp_path)
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), 0.8)
+    entry = state.get(Step("mix", "sweep", "L0", "greedy"))
+    state.put(Step("mix", "sweep", "L0", "greedy"), {**entry, "error": "chat: killed by SIGSEGV"})
+    assert main(["plan", "--state", str(tmp_path)]) == 2
+    assert "first sweep level L0 failed: chat: killed by SIGSEGV" in capsys.readouterr().err
+
+
 def test_levels_override_every_unit_of_a_type_and_solo_keeps_one_node(tmp_path):
     study = Study(tmp_path)
     data = study.workflow_dict("content-creation", study.levels[2])
