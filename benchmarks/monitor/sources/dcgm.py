@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable
-from benchmarks.monitor.sources.procutil import start_reader, stop
+from benchmarks.monitor.sources.procutil import start_checked, stop
 
 FIELDS = "1002,1003,1005"
 # dcgmi short name -> our column; DCGM reports these as ratios 0-1.
@@ -86,15 +86,8 @@ class DcgmSource(Source):
                 f"{self.command} is not installed (DCGM is optional; NVML GPM gives the same signals)"
             )
         interval_ms = max(MIN_INTERVAL_MS, round(1000 / hz))
-        self.proc, reader = start_reader([exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)], self._on_line)
-        try:
-            code = self.proc.wait(STARTUP_CHECK_S)
-        except subprocess.TimeoutExpired:
-            return
-        reader.join(1)  # the tool's last words, to explain why it stopped
-        raise SourceUnavailable(
-            f"dcgmi dmon exited with code {code}: {' '.join(self._tail[-3:]) or 'no output'}"
-        )
+        argv = [exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)]
+        self.proc = start_checked(argv, self._on_line, "dcgmi dmon", STARTUP_CHECK_S, lambda: self._tail)
 
     def _on_line(self, line: str) -> None:
         self._tail = [*self._tail[-4:], line.strip()]

@@ -13,7 +13,7 @@ import subprocess
 import threading
 
 from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable
-from benchmarks.monitor.sources.procutil import start_reader, stop
+from benchmarks.monitor.sources.procutil import start_checked, stop
 
 # pcm-memory refuses intervals below 15 ms; below 100 ms its uncore readings get noisy.
 MIN_INTERVAL_S = 0.1
@@ -78,15 +78,8 @@ class PcmSource(Source):
         if exe is None:
             raise SourceUnavailable("pcm-memory is not installed (Intel PCM, optional)")
         interval = max(MIN_INTERVAL_S, 1 / hz)
-        self.proc, reader = start_reader([exe, f"{interval:g}", "-csv", "-silent"], self._on_line)
-        try:
-            code = self.proc.wait(STARTUP_CHECK_S)
-        except subprocess.TimeoutExpired:
-            return
-        reader.join(1)  # the tool's last words, to explain why it stopped
-        raise SourceUnavailable(
-            f"pcm-memory exited with code {code}: {' '.join(self._tail[-3:]) or 'no output'}"
-        )
+        argv = [exe, f"{interval:g}", "-csv", "-silent"]
+        self.proc = start_checked(argv, self._on_line, "pcm-memory", STARTUP_CHECK_S, lambda: self._tail)
 
     def _on_line(self, line: str) -> None:
         self._tail = [*self._tail[-4:], line.strip()]

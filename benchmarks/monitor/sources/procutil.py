@@ -6,6 +6,8 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 
+from benchmarks.monitor.base import SourceUnavailable
+
 
 def start_reader(
     argv: Sequence[str], on_line: Callable[[str], None]
@@ -32,6 +34,26 @@ def start_reader(
     reader = threading.Thread(target=pump, name=f"monitor-{argv[0]}", daemon=True)
     reader.start()
     return proc, reader
+
+
+def start_checked(
+    argv: Sequence[str],
+    on_line: Callable[[str], None],
+    label: str,
+    startup_check_s: float,
+    last_lines: Callable[[], list[str]],
+) -> subprocess.Popen[str]:
+    """Start a sampling tool with ``start_reader``; return it once it has run ``startup_check_s``.
+
+    Raises SourceUnavailable quoting the tool's last output lines (``last_lines``) when it exits first.
+    """
+    proc, reader = start_reader(argv, on_line)
+    try:
+        code = proc.wait(startup_check_s)
+    except subprocess.TimeoutExpired:
+        return proc
+    reader.join(1)  # the tool's last words, to explain why it stopped
+    raise SourceUnavailable(f"{label} exited with code {code}: {' '.join(last_lines()[-3:]) or 'no output'}")
 
 
 def stop(proc: subprocess.Popen[str] | None) -> None:
