@@ -7,8 +7,10 @@
 #   2. builds llama-cpp-python with CUDA from the carried stripped sdist, once (~4 min); the wheel is
 #      kept in results/h200-study/build, ignored by git and not carried, so later calls on the same
 #      warm machine install it in seconds;
-#   3. writes the random Llama GGUFs into results/h200-study/cache once (3B: 6.4 GB, 8B: 16 GB);
-#   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
+#   3. with STUDY_MONITOR_COST=1, measures the monitor's own cost into $OUT/monitor-overhead.txt;
+#   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu),
+#      writing the random Llama GGUFs a step needs into results/h200-study/cache first (3B: 6.4 GB,
+#      8B: 16 GB, once);
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
 #   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
 # If the machine went cold between calls, extract the last fetched h200-study-gpu.tar.gz into
@@ -51,17 +53,12 @@ if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_g
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
 
-log "3. random GGUFs"
-# The 8B file takes minutes to write: left to the next call when this one has spent its first half
-# (a run that had to write it would spend its time limit loading).
-python3 - "$SECONDS" "$CALL_S" <<'PY' || exit 1
-import sys
-from benchmarks.models import RANDOM, random_gguf
-spent, call = (int(x) for x in sys.argv[1:])
-print("llama-3.2-3b", random_gguf(RANDOM["llama-3.2-3b"]))
-if spent < call / 2:
-    print("llama-3.1-8b", random_gguf(RANDOM["llama-3.1-8b"]))
-PY
+if [ -n "${STUDY_MONITOR_COST:-}" ]; then
+  log "3. the monitor's own cost (issue 4), before the study loads the GPU"
+  python3 -m benchmarks.perf.monitor_overhead --seconds 4 --rates 20,100 --profile 30 \
+    > "$OUT/monitor-overhead.txt" 2>&1
+  head -n 4 "$OUT/monitor-overhead.txt"
+fi
 
 log "4. study steps"
 python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --budget-s $((CALL_S - SECONDS))

@@ -2,8 +2,10 @@
 
 Entities: ``system`` (whole-machine CPU%, memory, swap), ``cpu<N>`` (one per logical CPU) and
 ``app:<node>`` (the application's processes summed: CPU% of one core per 100, RSS).
-Per-core percentages come from /proc/stat, whose tick is 10 ms: at 20 Hz one core reads in steps of
-20 %, so read them as averages over several samples.
+The ``system`` row comes every tick. Per-core rows and ``app:`` rows come at most every
+DETAIL_INTERVAL_S: /proc/stat counts in 10 ms ticks, so at 20 Hz one core would read in steps of 20 %
+(at 5 Hz, 5 %), and reading each application's processes every tick was most of the source's cost on
+a 16-core GPU machine (docs/results/monitor-h200.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import psutil
 from benchmarks.monitor.base import AppProcesses, Row, Source, app_entity
 
 _MEMINFO_KEYS = frozenset((b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"))
+# Per-core and per-application rows: at most this often (the system row comes every tick).
+DETAIL_INTERVAL_S = 0.2
 
 
 class PsutilSource(Source):
@@ -29,31 +33,38 @@ class PsutilSource(Source):
         "processes",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, detail_interval_s: float = DETAIL_INTERVAL_S) -> None:
+        self.detail_interval_s = detail_interval_s
         self._last: list[tuple[int, int]] = []
+        self._last_detail: list[tuple[int, int]] = []
+        self._detail_at = float("-inf")
 
     def open(self, hz: float) -> None:
         # The first reading only sets the reference point of every later percentage.
-        self._per_core()
+        self._last = self._last_detail = self._cpu_times()
 
-    def _per_core(self) -> list[float]:
-        if sys.platform != "linux":
-            return list(psutil.cpu_percent(percpu=True))
-        now = proc_stat()
-        last, self._last = self._last, now
-        if len(last) != len(now):
-            return [0.0] * len(now)
-        return [
-            100.0 * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
-            for (b0, t0), (b1, t1) in zip(last, now, strict=True)
-        ]
+    @staticmethod
+    def _cpu_times() -> list[tuple[int, int]]:
+        """Return (busy, total) CPU time of each logical CPU (jiffies on Linux, seconds elsewhere)."""
+        if sys.platform == "linux":
+            return proc_stat()
+        return [(round((sum(c) - c.idle) * 100), round(sum(c) * 100)) for c in psutil.cpu_times(percpu=True)]
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
-        per_core = self._per_core()
-        total = sum(per_core) / len(per_core) if per_core else None
+        now = self._cpu_times()
+        total = busy_percent(_sum(self._last), _sum(now)) if len(now) == len(self._last) else None
+        self._last = now
         used, available, swap_used = memory()
         rows: list[Row] = [(t, "system", total, used, available, swap_used, None, None)]
-        rows += [(t, f"cpu{i}", pct, None, None, None, None, None) for i, pct in enumerate(per_core)]
+        if t - self._detail_at < self.detail_interval_s:
+            return rows
+        self._detail_at = t
+        last, self._last_detail = self._last_detail, now
+        if len(last) == len(now):
+            rows += [
+                (t, f"cpu{i}", busy_percent(a, b), None, None, None, None, None)
+                for i, (a, b) in enumerate(zip(last, now, strict=True))
+            ]
         for node, procs in apps.processes():
             cpu, rss, alive = 0.0, 0, 0
             for proc in procs:
@@ -68,6 +79,16 @@ class PsutilSource(Source):
             if alive:
                 rows.append((t, app_entity(node), cpu, None, None, None, rss, alive))
         return rows
+
+
+def busy_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Return the busy share, in percent, between two (busy, total) CPU-time readings."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return 100.0 * busy / total if total > 0 else 0.0
+
+
+def _sum(times: list[tuple[int, int]]) -> tuple[int, int]:
+    return sum(b for b, _ in times), sum(t for _, t in times)
 
 
 def proc_stat() -> list[tuple[int, int]]:

@@ -120,6 +120,8 @@ def test_transformers_backend_times_every_chunk_of_a_random_whisper_decoding_max
     run = run_driver(TRANSFORMERS.format(model="whisper-tiny@random", audio=clip, tokens=6))
     assert run.loaded["weights"] == "random" and run.loaded["backend"] == "transformers"
     assert run.loaded["config"]["d_model"] == 384 and run.loaded["max_new_tokens"] == 6
+    # The silent chunk that primes the model at load is timed but is no request and no gated step.
+    assert run.loaded["prime_s"] > 0
     records = run.records
     assert len(records) == math.ceil(soundfile.info(str(clip)).duration / 2.0)
     gaps = [b["arrival"] - a["arrival"] for a, b in itertools.pairwise(records[:-1])]
