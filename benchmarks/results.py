@@ -106,7 +106,10 @@ class ApplicationTelemetry(WindowTelemetry):
     active_from_s: float | None = Field(description="start of the first counted request")
     active_to_s: float | None = Field(description="end of the last counted request")
     gpu_memory_peak_bytes: int | None = Field(description="the application's own processes")
-    cpu_percent_mean: float | None = Field(description="its processes, 100 = one core, over its active time")
+    cpu_percent_mean: float | None = Field(
+        description="its processes, 100 = one core, over its active time (each sample weighted by the "
+        "part of its interval inside it)"
+    )
     rss_peak_bytes: int | None
 
 

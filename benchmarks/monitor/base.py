@@ -9,7 +9,10 @@ of ``columns``. Source modules must stay cheap to import (pynvml and friends are
 
 from __future__ import annotations
 
+import os
+import sys
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -19,9 +22,14 @@ import psutil
 # One sample: (t seconds since the run's t0, entity, *values in the source's column order).
 Row = tuple[Any, ...]
 
-# Descendants of an application process (a server it forked, a tokenizer pool) are looked up this
-# often: listing children scans /proc, too costly to do at 100 Hz.
+# Descendants of an application process (a server it forked, a tokenizer pool) are looked up every
+# CHILDREN_REFRESH_S during an application's first CHILDREN_EARLY_S (when servers and pools start),
+# every CHILDREN_LATE_S after, in one scan of every process's /proc entry that serves all the
+# applications (psutil's ``children`` scans them all per call). An application's own process is
+# watched from its start.
 CHILDREN_REFRESH_S = 1.0
+CHILDREN_EARLY_S = 10.0
+CHILDREN_LATE_S = 5.0
 
 
 class SourceUnavailable(Exception):
@@ -78,6 +86,13 @@ class _App:
     root: psutil.Process
     procs: dict[int, psutil.Process] = field(default_factory=dict)
     refreshed_at: float = float("-inf")
+    first_seen: float | None = None
+
+    def refresh_due(self, now: float) -> bool:
+        if self.first_seen is None:
+            self.first_seen = now
+        early = now - self.first_seen < CHILDREN_EARLY_S
+        return now - self.refreshed_at >= (CHILDREN_REFRESH_S if early else CHILDREN_LATE_S)
 
 
 class AppProcesses:
@@ -97,18 +112,26 @@ class AppProcesses:
         self._node_of[pid] = node
 
     def refresh(self, now: float) -> None:
-        """Drop exited processes and pick up new descendants (at most every ``CHILDREN_REFRESH_S``)."""
-        for app in self._apps.values():
-            if now - app.refreshed_at < CHILDREN_REFRESH_S:
-                continue
+        """Drop exited processes and pick up new descendants (every 1 s at first, then every 5 s)."""
+        due = [app for app in self._apps.values() if app.refresh_due(now)]
+        if not due:
+            return
+        children: dict[int, list[int]] = defaultdict(list)
+        for pid, ppid in parent_pids().items():
+            children[ppid].append(pid)
+        for app in due:
             app.refreshed_at = now
-            try:
-                children = app.root.children(recursive=True) if app.root.is_running() else []
-            except psutil.Error:
-                children = []
-            alive = {p.pid: app.procs.get(p.pid, p) for p in children}
+            alive: dict[int, psutil.Process] = {}
             if app.root.is_running():
-                alive[app.root.pid] = app.root
+                stack = [app.root.pid]
+                while stack:
+                    pid = stack.pop()
+                    stack += children.get(pid, [])
+                    known = app.procs.get(pid)
+                    try:
+                        alive[pid] = known if known is not None else psutil.Process(pid)
+                    except psutil.Error:
+                        continue
             for pid in set(app.procs) - set(alive):
                 self._node_of.pop(pid, None)
             for pid in alive:
@@ -126,6 +149,35 @@ class AppProcesses:
 
     def __bool__(self) -> bool:
         return bool(self._apps)
+
+
+def parent_pids() -> dict[int, int]:
+    """Return {pid: parent pid} of every process on the machine, in one pass.
+
+    On Linux from /proc/<pid>/stat (psutil would build the same map once per call of ``children``).
+    """
+    if not sys.platform.startswith("linux"):
+        return {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"])}
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = read_proc(f"/proc/{name}/stat")
+        except OSError:
+            continue  # exited since the listing
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse from the last ")".
+        out[int(name)] = int(stat[stat.rindex(b")") + 2 :].split(maxsplit=2)[1])
+    return out
+
+
+def read_proc(path: str) -> bytes:
+    """Return the content of a small /proc file (up to 64 KiB) in one read, without Python's file layers."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
 
 
 def app_entity(node: str) -> str:

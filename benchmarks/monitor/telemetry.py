@@ -56,6 +56,23 @@ class Series:
         values = self._slice(a, b)
         return sum(values) / len(values) if values else None
 
+    def interval_mean(self, a: float, b: float) -> float | None:
+        """Return the time-weighted mean over [a, b] of a series whose samples each cover (t_prev, t].
+
+        For readings that are averages since the previous sample (CPU%): each counts by how much of
+        its interval falls inside [a, b], so a sample whose interval began before ``a`` counts only
+        for its part inside. None when no interval overlaps [a, b].
+        """
+        total = weight = 0.0
+        for i in range(max(1, bisect_left(self.t, a)), len(self.t)):
+            lo, hi = max(self.t[i - 1], a), min(self.t[i], b)
+            if hi > lo:
+                total += self.v[i] * (hi - lo)
+                weight += hi - lo
+            if self.t[i - 1] >= b:
+                break
+        return total / weight if weight > 0 else None
+
     def max(self, a: float | None = None, b: float | None = None) -> float | None:
         """Return the largest sample in [a, b], None when there are none."""
         values = self._slice(a, b)
@@ -221,8 +238,11 @@ class TelemetryRecorder:
             ]
             summary["gpu_memory_peak_bytes"] = int(max(gpu_mem)) if gpu_mem else None
             cpu = self._find("psutil", "cpu_percent", f"app:{name}")
+            # Each CPU% row is the share since the previous one, hence the interval-weighted mean.
             summary["cpu_percent_mean"] = (
-                cpu[0].mean(start, end) if cpu and start is not None else (cpu[0].mean() if cpu else None)
+                cpu[0].interval_mean(start, end)
+                if cpu and start is not None and end is not None
+                else (cpu[0].mean() if cpu else None)
             )
             rss = self._find("psutil", "rss_bytes", f"app:{name}")
             peak = rss[0].max() if rss else None

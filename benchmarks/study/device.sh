@@ -9,8 +9,8 @@
 #      warm machine install it in seconds;
 #   3. with STUDY_MONITOR_COST=1, measures the monitor's own cost into $OUT/monitor-overhead.txt;
 #   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu),
-#      writing the random Llama GGUFs a step needs into results/h200-study/cache first (3B: 6.4 GB,
-#      8B: 16 GB, once);
+#      writing the random Llama GGUF a step needs into results/h200-study/cache first (3B: 6.4 GB,
+#      once);
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
 #   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
 # If the machine went cold between calls, extract the last fetched h200-study-gpu.tar.gz into

@@ -2,7 +2,7 @@
 
 For workflow (a) ``workflows/mix.yml`` (Chatbot + ImageGen + LiveCaptions at once) the study raises the
 load level by level under greedy (``LEVELS``: more chat sessions, more image generators, caption
-streams, the 8B model, higher resolution) until greedy's mean SLO attainment falls below ``KNEE`` (the
+streams, higher resolution) until greedy's mean SLO attainment falls below ``KNEE`` (the
 knee; the last level when it never does). At the knee it runs each application alone (its solo
 baseline) and the mix under credit and partition. Workflow (b) ``workflows/content-creation.yml`` (the
 content-creation DAG) runs at the same level: each node alone, then the DAG under every scheduler.
@@ -46,8 +46,10 @@ SCHEDULERS = ("greedy", "credit", "partition")
 KNEE = 0.9
 
 # Load levels, each a set of overrides per application type (applied to every unit of that type).
-# GPU memory bounds them: 5 sessions of the 8B model are 80 GB of weights, 4 SD 3.5 medium pipelines
-# ~28 GB, Whisper large-v3-turbo 1.6 GB a stream; the H200 has 141 GB.
+# All on the 3B chat model: a level adds concurrent users, not a larger model (the 8B GGUF alone takes
+# minutes of a 30-minute device session to write). GPU memory bounds them: a chat session holds its own
+# 6.4 GB model, an SD 3.5 medium pipeline ~7 GB at 1280x1280, a Whisper large-v3-turbo stream 1.6 GB;
+# L3 needs ~90 GB of the H200's 141.
 Overrides = dict[str, dict[str, Any]]
 
 
@@ -67,18 +69,14 @@ LEVELS: tuple[Level, ...] = (
     ),
     Level(
         "L2",
-        "4 chat sessions of the 8B model, 3 image generators, 2 caption streams",
-        {
-            "Chatbot": {"concurrency": 4, "model": "llama-3.1-8b@random"},
-            "ImageGen": {"concurrency": 3},
-            "LiveCaptions": {"concurrency": 2},
-        },
+        "6 chat sessions, 3 image generators, 2 caption streams",
+        {"Chatbot": {"concurrency": 6}, "ImageGen": {"concurrency": 3}, "LiveCaptions": {"concurrency": 2}},
     ),
     Level(
         "L3",
-        "5 chat sessions of the 8B model, 4 image generators at 1280x1280, 3 caption streams",
+        "8 chat sessions, 4 image generators at 1280x1280, 3 caption streams",
         {
-            "Chatbot": {"concurrency": 5, "model": "llama-3.1-8b@random"},
+            "Chatbot": {"concurrency": 8},
             "ImageGen": {"concurrency": 4, "height": 1280, "width": 1280},
             "LiveCaptions": {"concurrency": 3},
         },
@@ -326,8 +324,9 @@ def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str
 def prepare_models(workflow: Workflow) -> list[str]:
     """Write the random GGUF files a workflow's Chatbot units load, if not cached yet; return their names.
 
-    Done before the step's run so that writing a file (the 8B model: 16 GB, minutes) never counts
-    against the run's time limit, and a call that runs out of time keeps what it wrote.
+    Done before the step's run so that writing a file (the 3B model: 6.4 GB, about a minute on the
+    H200) never counts against the run's time limit, and a call that runs out of time keeps what it
+    wrote.
     """
     from benchmarks.models import RANDOM, random_gguf
 

@@ -14,9 +14,9 @@ import sys
 
 import psutil
 
-from benchmarks.monitor.base import AppProcesses, Row, Source, app_entity
+from benchmarks.monitor.base import AppProcesses, Row, Source, app_entity, read_proc
 
-_MEMINFO_KEYS = frozenset((b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"))
+_MEMINFO_KEYS = (b"MemTotal:", b"\nMemAvailable:", b"\nSwapTotal:", b"\nSwapFree:")
 # Per-core and per-application rows: at most this often (the system row comes every tick).
 DETAIL_INTERVAL_S = 0.2
 
@@ -35,35 +35,29 @@ class PsutilSource(Source):
 
     def __init__(self, detail_interval_s: float = DETAIL_INTERVAL_S) -> None:
         self.detail_interval_s = detail_interval_s
-        self._last: list[tuple[int, int]] = []
-        self._last_detail: list[tuple[int, int]] = []
+        self._total: tuple[int, int] | None = None
+        self._cores: list[tuple[int, int]] = []
         self._detail_at = float("-inf")
 
     def open(self, hz: float) -> None:
         # The first reading only sets the reference point of every later percentage.
-        self._last = self._last_detail = self._cpu_times()
-
-    @staticmethod
-    def _cpu_times() -> list[tuple[int, int]]:
-        """Return (busy, total) CPU time of each logical CPU (jiffies on Linux, seconds elsewhere)."""
-        if sys.platform == "linux":
-            return proc_stat()
-        return [(round((sum(c) - c.idle) * 100), round(sum(c) * 100)) for c in psutil.cpu_times(percpu=True)]
+        self._total, self._cores = cpu_times(per_core=True)
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
-        now = self._cpu_times()
-        total = busy_percent(_sum(self._last), _sum(now)) if len(now) == len(self._last) else None
-        self._last = now
+        detail = t - self._detail_at >= self.detail_interval_s
+        total, cores = cpu_times(per_core=detail)
+        busy = busy_percent(self._total, total) if self._total is not None else None
+        self._total = total
         used, available, swap_used = memory()
-        rows: list[Row] = [(t, "system", total, used, available, swap_used, None, None)]
-        if t - self._detail_at < self.detail_interval_s:
+        rows: list[Row] = [(t, "system", busy, used, available, swap_used, None, None)]
+        if not detail:
             return rows
         self._detail_at = t
-        last, self._last_detail = self._last_detail, now
-        if len(last) == len(now):
+        last, self._cores = self._cores, cores
+        if len(last) == len(cores):
             rows += [
                 (t, f"cpu{i}", busy_percent(a, b), None, None, None, None, None)
-                for i, (a, b) in enumerate(zip(last, now, strict=True))
+                for i, (a, b) in enumerate(zip(last, cores, strict=True))
             ]
         for node, procs in apps.processes():
             cpu, rss, alive = 0.0, 0, 0
@@ -87,27 +81,32 @@ def busy_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
     return 100.0 * busy / total if total > 0 else 0.0
 
 
-def _sum(times: list[tuple[int, int]]) -> tuple[int, int]:
-    return sum(b for b, _ in times), sum(t for _, t in times)
+def cpu_times(per_core: bool) -> tuple[tuple[int, int], list[tuple[int, int]]]:
+    """Return (busy, total) CPU time of the whole machine and, when ``per_core``, of each logical CPU.
 
-
-def proc_stat() -> list[tuple[int, int]]:
-    """Return (busy, total) jiffies of each logical CPU from /proc/stat (Linux).
-
-    Read directly rather than through psutil.cpu_percent, which costs several times as much: at
-    100 Hz that call was most of the sampler's CPU time. Busy excludes idle and iowait, as in psutil.
+    On Linux in jiffies from /proc/stat, read directly: psutil.cpu_percent cost several times as much
+    (at 100 Hz it was most of the sampler's CPU time). Busy excludes idle and iowait, as in psutil.
+    Elsewhere from psutil, in hundredths of a second. Without ``per_core`` the list is empty.
     """
-    out = []
-    with open("/proc/stat", "rb") as fh:
-        for line in fh:
-            if not line.startswith(b"cpu"):
-                break
-            if line[3:4] == b" ":
-                continue  # the all-CPU line
-            values = [int(v) for v in line.split()[1:9]]
-            total = sum(values)
-            out.append((total - values[3] - values[4], total))
-    return out
+    if sys.platform != "linux":
+        cores = [(round((sum(c) - c.idle) * 100), round(sum(c) * 100)) for c in psutil.cpu_times(percpu=True)]
+        return (sum(b for b, _ in cores), sum(t for _, t in cores)), (cores if per_core else [])
+    data = read_proc("/proc/stat")
+    if not per_core:
+        return _jiffies(data[: data.index(b"\n")]), []
+    lines = data.split(b"\n")
+    cores = []
+    for line in lines[1:]:
+        if not line.startswith(b"cpu"):
+            break
+        cores.append(_jiffies(line))
+    return _jiffies(lines[0]), cores
+
+
+def _jiffies(line: bytes) -> tuple[int, int]:
+    values = [int(v) for v in line.split()[1:9]]
+    total = sum(values)
+    return total - values[3] - values[4], total
 
 
 def memory() -> tuple[int, int, int]:
@@ -116,11 +115,11 @@ def memory() -> tuple[int, int, int]:
         mem, swap = psutil.virtual_memory(), psutil.swap_memory()
         return mem.total - mem.available, mem.available, swap.used
     # One read of /proc/meminfo instead of psutil's two (swap_memory also parses /proc/vmstat).
-    fields = {}
-    with open("/proc/meminfo", "rb") as fh:
-        for line in fh:
-            key, _, rest = line.partition(b":")
-            if key in _MEMINFO_KEYS:
-                fields[key] = int(rest.split()[0]) * 1024
-    total, available = fields[b"MemTotal"], fields[b"MemAvailable"]
-    return total - available, available, fields[b"SwapTotal"] - fields[b"SwapFree"]
+    data = read_proc("/proc/meminfo")
+    total, available, swap_total, swap_free = (_meminfo_kb(data, key) * 1024 for key in _MEMINFO_KEYS)
+    return total - available, available, swap_total - swap_free
+
+
+def _meminfo_kb(data: bytes, key: bytes) -> int:
+    at = data.index(key) + len(key)
+    return int(data[at : data.index(b"\n", at)].split()[0])

@@ -151,3 +151,14 @@ def test_series_delta_is_none_outside_the_samples_and_mean_is_none_without_sampl
     assert s.delta(5.0, 6.0) is None
     assert s.mean(1.1, 1.9) is None
     assert s.mean() == pytest.approx(70 / 3)
+
+
+def test_interval_mean_weights_each_sample_by_the_part_of_its_interval_inside_the_window():
+    s = Series()
+    # CPU% rows: 90 % over (0, 1] (a busy start-up), then 10 % over (1, 2] and (2, 3].
+    for t, v in ((0.0, 0.0), (1.0, 90.0), (2.0, 10.0), (3.0, 10.0)):
+        s.add(t, v)
+    assert s.interval_mean(1.0, 3.0) == pytest.approx(10.0)  # the busy interval ends where the window starts
+    assert s.interval_mean(0.5, 2.0) == pytest.approx((90 * 0.5 + 10 * 1.0) / 1.5)
+    assert s.interval_mean(2.2, 2.4) == pytest.approx(10.0)  # inside one interval: that interval's value
+    assert s.interval_mean(5.0, 6.0) is None

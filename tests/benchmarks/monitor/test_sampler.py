@@ -38,6 +38,29 @@ def test_psutil_samples_at_the_asked_rate_within_ten_percent(hz):
     assert sampler.stats.ticks == len(rows)
 
 
+def test_per_core_and_application_rows_come_at_most_every_200_ms_the_system_row_every_tick():
+    import os
+
+    from benchmarks.monitor.sources.psutil import DETAIL_INTERVAL_S
+
+    seconds, hz = 1.5, 50
+    sampler = Sampler(hz, ["psutil"])
+    sampler.open()
+    sampler.apps.watch("me", os.getpid())
+    batches: list[dict[str, Any]] = []
+    try:
+        sampler.run(lambda: False, batches.append, duration_s=seconds, batch_s=0.25)
+    finally:
+        sampler.close()
+    detail = seconds / DETAIL_INTERVAL_S
+    for entity in ("cpu0", "app:me"):
+        rows = _rows(batches, "psutil", entity)
+        assert detail - 2 <= len(rows) <= detail + 1, entity
+        assert all(b[0] - a[0] >= DETAIL_INTERVAL_S - 1e-9 for a, b in itertools.pairwise(rows))
+        assert all(0 <= r[2] <= 100 * os.cpu_count() for r in rows)
+    assert len(_rows(batches, "psutil", "system")) == sampler.stats.ticks
+
+
 def test_timestamps_are_monotonic_and_count_from_t0_on_the_shared_clock():
     t0 = clock.now() - 100.0
     before = clock.now() - t0
