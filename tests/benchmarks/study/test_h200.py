@@ -90,14 +90,15 @@ def test_levels_override_every_unit_of_a_type_and_solo_keeps_one_node(tmp_path):
     data = study.workflow_dict("content-creation", study.levels[2])
     chats = [u for u in data.values() if isinstance(u, dict) and u.get("type") == "Chatbot"]
     assert len(chats) == 2 and all(
-        c["model"] == "llama-3.1-8b@random" and c["concurrency"] == 4 for c in chats
+        c["model"] == "llama-3.2-3b@random" and c["concurrency"] == 6 for c in chats
     )
     solo = from_dict(only_node(data, "captions"))
     assert list(solo.nodes) == ["captions"] and solo.nodes["captions"].depend_on == ()
     assert list(solo.applications) == ["live_captions"]
     assert solo.applications["live_captions"].concurrency == 2
-    # Sessions share the unit's requests: 6 brainstorm turns over 4 sessions, 2 streams over 2.
-    assert [c["num_requests"] for c in chats] == [2, 1]
+    # Sessions share the unit's requests (ceil): 6 brainstorm turns and 4 outline turns over 6 sessions,
+    # 2 streams over 2.
+    assert [c["num_requests"] for c in chats] == [1, 1]
     assert solo.applications["live_captions"].num_requests == 1
 
 
