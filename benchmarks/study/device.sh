@@ -55,7 +55,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > 
 
 if [ -n "${STUDY_MONITOR_COST:-}" ]; then
   log "3. the monitor's own cost (issue 4), before the study loads the GPU"
-  python3 -m benchmarks.perf.monitor_overhead --seconds 4 --rates 20,100 --profile 30 \
+  python3 -m benchmarks.perf.monitor_overhead --seconds 4 --rates 20,100 \
     > "$OUT/monitor-overhead.txt" 2>&1
   head -n 4 "$OUT/monitor-overhead.txt"
 fi
