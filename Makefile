@@ -36,7 +36,7 @@ worker: install
 	$(BIN)/consumerbench worker
 
 # The engine's tests run in their own process with the web stack unimportable (tests/benchmarks/conftest.py).
-ENGINE_TESTS := tests/benchmarks $(wildcard tests/kernels)
+ENGINE_TESTS := tests/benchmarks $(wildcard tests/cbkernels)
 WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/e2e)
 # CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
 ifeq ($(CB_REQUIRE_SERVICES),1)
