@@ -76,6 +76,9 @@ class Source(ABC):
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
         """Return this tick's rows; raise ``SourceUnavailable`` if the source stopped working for good."""
 
+    def read_all_next(self) -> None:  # noqa: B027 - most sources read everything every tick
+        """Make the next ``sample()`` take every reading, the slow ones too (a run's last tick)."""
+
     def close(self) -> None:  # noqa: B027 - most sources hold nothing to release
         """Release what ``open()`` took (subprocesses, library handles)."""
 

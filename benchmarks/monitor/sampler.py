@@ -174,6 +174,10 @@ class Sampler:
                 late -= skipped * period
             if late < 0:
                 wait(-late)
+        # The last tick takes every reading, so that counters (energy, CPU time) cover the whole run.
+        for src in self._open:
+            src.read_all_next()
+        self.tick()
         for batch in self.take_batches():
             on_batch(batch)
         self.stats.duration_s = clock.now() - start

@@ -23,12 +23,14 @@ from benchmarks.monitor.sources.nvml_common import Gpu, init_gpus, load_nvml
 _GIVE_UP = (3, 4, 13)
 # GPU_IS_LOST: the device fell off the bus; no later reading can succeed.
 _GPU_LOST = 15
-# Costly readings are taken at most once per interval. Measured on an H200 (driver 580, in a VM,
-# docs/results/monitor-h200.md): the energy counter costs ~5 ms a call and per-process utilisation
-# ~2 ms, against ~0.1 ms for the other readings. The energy counter loses nothing by being read
-# slowly (a window's energy interpolates between readings); per-process figures change slowly.
-ENERGY_INTERVAL_S = 1.0
-ATTRIBUTION_INTERVAL_S = 1.0
+# Costly readings are taken at most once per interval, and once more on a run's last tick. Measured on
+# an H200 (driver 580, in a VM, docs/results/monitor-h200.md): the energy counter costs 5-6.5 ms a call
+# and per-process utilisation ~2.7 ms, against ~0.1 ms for the other readings. The energy counter
+# loses nothing by being read slowly (a window's energy interpolates between readings, and the last
+# tick reads it at the run's end); per-process utilisation returns every sample the driver took since
+# the previous call, so reading it less often loses none.
+ENERGY_INTERVAL_S = 2.0
+ATTRIBUTION_INTERVAL_S = 2.0
 
 
 class NvmlSource(Source):
@@ -92,6 +94,9 @@ class NvmlSource(Source):
             if code in _GIVE_UP:
                 self._dropped.add((gpu.index, what))
             return None
+
+    def read_all_next(self) -> None:
+        self._attributed_at = self._energy_at = float("-inf")
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
         n = self.nvml

@@ -43,6 +43,9 @@ class PsutilSource(Source):
         # The first reading only sets the reference point of every later percentage.
         self._total, self._cores = cpu_times(per_core=True)
 
+    def read_all_next(self) -> None:
+        self._detail_at = float("-inf")
+
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
         detail = t - self._detail_at >= self.detail_interval_s
         total, cores = cpu_times(per_core=detail)

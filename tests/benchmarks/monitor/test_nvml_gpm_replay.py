@@ -82,17 +82,40 @@ def test_nvml_rows_carry_power_energy_and_the_load_processes_gpu_memory(h200_rec
     assert all(r[2 + columns.index("processes")] == 1 for r in app)
 
 
-def test_by_default_the_costly_energy_counter_is_read_once_a_second(h200_recording):
+def test_the_costly_energy_counter_is_read_once_per_energy_interval(h200_recording):
     nvml = ReplayNvml(h200_recording["calls"])
-    rows = replay(h200_recording, nvml)["nvml"]
+    rows = replay(h200_recording, nvml, energy_interval_s=0.25)["nvml"]
     span = h200_recording["tick_t"][-1] - h200_recording["tick_t"][0]
     energy_calls = nvml.made.count("nvmlDeviceGetTotalEnergyConsumption")
-    assert energy_calls == math.floor(span) + 1
+    assert span > 0.5 and energy_calls == math.floor(span / 0.25) + 1
     column = 2 + list(NvmlSource.columns).index("energy_j")
     read = [r for r in rows if r[1] == "gpu0" and r[column] is not None]
     assert len(read) == energy_calls
     # Power is cheap and still read on every tick.
     assert nvml.made.count("nvmlDeviceGetPowerUsage") == len(h200_recording["tick_t"])
+
+
+def test_the_last_tick_reads_the_energy_counter_and_the_processes_whatever_the_schedule(h200_recording):
+    nvml = ReplayNvml(h200_recording["calls"])
+    src = NvmlSource(nvml)
+    src.open(h200_recording["hz"])
+    apps = RecordedApps(h200_recording["apps"])
+    *ticks, last, after = h200_recording["tick_t"]
+    for t in ticks:
+        src.sample(t, apps)
+    assert last - ticks[0] < src.energy_interval_s  # not due by the schedule
+    made = len(nvml.made)
+    src.read_all_next()
+    rows = src.sample(last, apps)
+    new = nvml.made[made:]
+    assert "nvmlDeviceGetTotalEnergyConsumption" in new and "nvmlDeviceGetComputeRunningProcesses" in new
+    energy = 2 + list(NvmlSource.columns).index("energy_j")
+    assert next(r for r in rows if r[1] == "gpu0")[energy] is not None
+    assert any(r[1] == "app:matmul" for r in rows)
+    # Then the schedule goes on from there: the next tick reads neither.
+    made = len(nvml.made)
+    src.sample(after, apps)
+    assert "nvmlDeviceGetTotalEnergyConsumption" not in nvml.made[made:]
 
 
 def test_gpm_answers_from_identical_samples_are_recognised_and_not_reported():

@@ -55,8 +55,9 @@ def test_per_core_and_application_rows_come_at_most_every_200_ms_the_system_row_
     detail = seconds / DETAIL_INTERVAL_S
     for entity in ("cpu0", "app:me"):
         rows = _rows(batches, "psutil", entity)
-        assert detail - 2 <= len(rows) <= detail + 1, entity
-        assert all(b[0] - a[0] >= DETAIL_INTERVAL_S - 1e-9 for a, b in itertools.pairwise(rows))
+        # ... and one more from the last tick, which reads everything whenever it comes.
+        assert detail - 1 <= len(rows) <= detail + 2, entity
+        assert all(b[0] - a[0] >= DETAIL_INTERVAL_S - 1e-9 for a, b in itertools.pairwise(rows[:-1]))
         assert all(0 <= r[2] <= 100 * os.cpu_count() for r in rows)
     assert len(_rows(batches, "psutil", "system")) == sampler.stats.ticks
 
