@@ -4,7 +4,7 @@ per application GPU memory and SM utilisation.
 Entities: ``gpu<N>`` (NVML index) and ``app:<node>`` (the application's processes, summed over the
 visible GPUs). ``energy_j`` is NVML's total-energy counter (since the driver loaded): energy over an
 interval is the difference of two readings, not an integral of the noisy power reading.
-The energy counter and the ``app:`` rows are read at most once a second (costly calls, see
+The energy counter and the ``app:`` rows are read every 2 s and on a run's last tick (costly calls, see
 ENERGY_INTERVAL_S); ``energy_j`` is empty in between. A reading the GPU does not support
 (NotSupported) is left empty and not asked for again.
 """
