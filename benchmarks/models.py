@@ -994,15 +994,19 @@ def _write_llama_gguf(model: RandomModel, path: Path) -> None:
     writer.write_ti_data_to_file()
     rng = np.random.default_rng(0)
     pool = (rng.standard_normal(_RANDOM_POOL) * 0.02).astype(np.float16)
+    # The pool repeated past the largest tensor, once: each tensor is a view of it from its own offset
+    # (the pool rolled by the offset and repeated to the tensor's size), so writing copies nothing more.
+    largest = max(int(np.prod(shape)) for _, shape in shapes)
+    tiled = np.tile(pool, -(-(largest + _RANDOM_POOL) // _RANDOM_POOL))
     output_name = "token_embd.weight" if cfg["tied_embeddings"] else "output.weight"
     for k, (name, shape) in enumerate(shapes):
         if len(shape) == 1:
             writer.write_tensor_data(np.ones(shape, dtype=np.float32))
             continue
-        size = int(np.prod(shape))
         offset = (k * 7919) % _RANDOM_POOL
-        data = np.resize(np.roll(pool, -offset), size).reshape(shape)
+        data = tiled[offset : offset + int(np.prod(shape))].reshape(shape)
         if name == output_name:
+            data = data.copy()
             data[eos] = 0
         writer.write_tensor_data(data)
     writer.close()

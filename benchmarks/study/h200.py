@@ -324,9 +324,9 @@ def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str
 def prepare_models(workflow: Workflow) -> list[str]:
     """Write the random GGUF files a workflow's Chatbot units load, if not cached yet; return their names.
 
-    Done before the step's run so that writing a file (the 3B model: 6.4 GB, about a minute on the
-    H200) never counts against the run's time limit, and a call that runs out of time keeps what it
-    wrote.
+    Done before the step's run so that writing a file (the 3B model: 6.4 GB, 11 s on the CI machine,
+    longer on a slow disk) never counts against the run's time limit, and a call that runs out of time
+    keeps what it wrote.
     """
     from benchmarks.models import RANDOM, random_gguf
 
