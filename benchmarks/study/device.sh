@@ -8,9 +8,9 @@
 #      kept in results/h200-study/build, ignored by git and not carried, so later calls on the same
 #      warm machine install it in seconds;
 #   3. with STUDY_MONITOR_COST=1, measures the monitor's own cost into $OUT/monitor-overhead.txt;
-#   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu),
-#      writing the random Llama GGUF a step needs into results/h200-study/cache first (3B: 6.4 GB,
-#      once);
+#   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
+#      the random Llama GGUF files they load (3B: 6.4 GB) are written into results/h200-study/cache
+#      in step 2, while llama.cpp compiles;
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
 #   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
 # If the machine went cold between calls, extract the last fetched h200-study-gpu.tar.gz into
@@ -39,7 +39,9 @@ if [ -n "$missing" ]; then
   python3 -m pip install -q --no-index --no-deps $missing || exit 1
 fi
 
-log "2. llama-cpp-python with CUDA"
+log "2. llama-cpp-python with CUDA; meanwhile the random GGUF files every step loads"
+python3 -m benchmarks.study.h200 prepare --state "$ROOT/gpu" > "$OUT/prepare.log" 2>&1 &
+prepare=$!
 if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
   wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
   if [ -z "$wheel" ]; then
@@ -51,6 +53,8 @@ if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_g
   fi
   python3 -m pip install -q --no-deps --force-reinstall "$wheel" || exit 1
 fi
+wait "$prepare" || { cat "$OUT/prepare.log"; exit 1; }
+log "   $(tr '\n' ' ' < "$OUT/prepare.log")"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
 
 if [ -n "${STUDY_MONITOR_COST:-}" ]; then

@@ -9,10 +9,11 @@ content-creation DAG) runs at the same level: each node alone, then the DAG unde
 
 The study is a list of steps whose results are kept in ``<state>/state.json`` with one result bundle per
 step, so it runs in pieces: ``run --budget-s S`` runs the pending steps that fit in S seconds and stops
-(the device allows 10 minutes a command; calling it again continues). ``summarize`` writes the summary
-(``schedulers-h200.json`` in issue 7's shape, and ``schedulers-h200.md``). ``--cpu-smoke`` runs the same
-pipeline on this machine's CPU with the tiny models (llama-tiny, sd3-tiny, whisper-tiny; a 4 s clip)
-so that a GPU session meets only GPU problems:
+(the device allows 10 minutes a command; calling it again continues). ``prepare`` writes the random
+GGUF files the steps load beforehand (device.sh runs it while llama.cpp compiles). ``summarize`` writes
+the summary (``schedulers-h200.json`` in issue 7's shape, and ``schedulers-h200.md``). ``--cpu-smoke``
+runs the same pipeline on this machine's CPU with the tiny models (llama-tiny, sd3-tiny, whisper-tiny;
+a 4 s clip) so that a GPU session meets only GPU problems:
 
     python -m benchmarks.study.h200 run --cpu-smoke --state results/study-smoke
     python -m benchmarks.study.h200 summarize --cpu-smoke --state results/study-smoke
@@ -339,6 +340,15 @@ def prepare_models(workflow: Workflow) -> list[str]:
     return written
 
 
+def prepare_all(study: Study) -> list[str]:
+    """Write the random GGUF files of every workflow at every level (device.sh: during the llama build)."""
+    names: set[str] = set()
+    for name in WORKFLOWS:
+        for level in study.levels:
+            names.update(prepare_models(from_dict(study.workflow_dict(name, level))))
+    return sorted(names)
+
+
 def run_study(study: Study, budget_s: float, log: Any = None) -> int:
     """Run the pending steps that fit in ``budget_s``; return how many steps are still pending."""
     log = log or sys.stdout
@@ -562,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.study.h200", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("command", choices=("run", "summarize", "plan"))
+    parser.add_argument("command", choices=("run", "summarize", "plan", "prepare"))
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny models on this CPU, end to end")
     parser.add_argument("--state", type=Path, help="state and bundles (default results/h200-study/<profile>)")
     parser.add_argument("--budget-s", type=float, default=510.0, help="run: stop before exceeding this")
@@ -585,6 +595,10 @@ def _command(args: argparse.Namespace, study: Study) -> int:
         for step in plan(study, state):
             entry = state.get(step)
             print(f"{step.key}: {entry['status'] if entry else 'pending'}")
+        return 0
+    if args.command == "prepare":
+        for name in prepare_all(study):
+            print(f"{name}@random ready")
         return 0
     if args.command == "run":
         t = time.monotonic()

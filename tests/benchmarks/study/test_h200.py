@@ -120,6 +120,8 @@ def test_a_call_without_the_budget_for_a_step_runs_nothing_and_says_so(tmp_path,
 def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shape(tmp_path, monkeypatch):
     monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
     state = tmp_path / "state"
+    assert main(["prepare", "--cpu-smoke", "--state", str(state)]) == 0
+    assert [p.name for p in (tmp_path / "cache" / "models").glob("*.gguf")] == ["llama-tiny@random-v1.gguf"]
     assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
     # Every step is recorded: a second call has nothing left to do.
     steps = json.loads((state / "state.json").read_text())["steps"]
