@@ -13,15 +13,20 @@
 #      in step 2, while llama.cpp compiles;
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
 #   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
-# If the machine went cold between calls, extract the last fetched h200-study-gpu.tar.gz into
-# results/h200-study/ and carry results/h200-study/gpu too: the study resumes where it was (the wheel
-# is rebuilt).
+# If the machine went cold between calls, commit the last fetched h200-study-gpu.tar.gz (it is
+# carried with the working tree) and set STUDY_FROM to its path: a call that finds no state extracts
+# it first, so the study resumes where it was (the wheel is rebuilt). STUDY_REPEATS=N (default 1)
+# adds runs 2..N of each workflow under each scheduler at the knee, after every other step.
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
 ROOT=results/h200-study
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CB_CACHE_DIR=$PWD/$ROOT/cache
+REPEATS=${STUDY_REPEATS:-1}
 mkdir -p "$OUT" "$ROOT/build" "$ROOT/cache"
+if [ -n "${STUDY_FROM:-}" ] && [ ! -f "$ROOT/gpu/state.json" ]; then
+  tar xzf "$STUDY_FROM" -C "$ROOT" || exit 1
+fi
 log() { echo "[$(date +%H:%M:%S) +${SECONDS}s] $*"; }
 
 log "1. wheels"
@@ -65,7 +70,7 @@ if [ -n "${STUDY_MONITOR_COST:-}" ]; then
 fi
 
 log "4. study steps"
-python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --budget-s $((CALL_S - SECONDS))
+python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS))
 status=$?
 
 if [ "$status" -eq 0 ]; then
@@ -75,7 +80,7 @@ if [ "$status" -eq 0 ]; then
 fi
 
 log "6. copy to \$OUT"
-python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" | tee "$OUT/plan.txt"
+python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
 # One archive: the device gives back at most 8 files; images stay behind (result.json keeps their paths).
 tar czf "$OUT/h200-study-gpu.tar.gz" --exclude='*.png' -C "$ROOT" gpu
 log "done (status $status: 0 complete, 3 steps pending: call again)"

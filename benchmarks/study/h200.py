@@ -42,6 +42,7 @@ WORKFLOWS: dict[str, Path] = {
     "content-creation": STUDY_DIR / "workflows" / "content-creation.yml",
 }
 SCHEDULERS = ("greedy", "credit", "partition")
+REPEAT_ORDER = (("greedy", "credit"), ("partition",))
 # Greedy "misses" once the mean attainment of the mix falls below this: the original ConsumerBench's
 # greedy figure was 0.62, partition 0.85; 0.9 is where users start to notice.
 KNEE = 0.9
@@ -140,6 +141,7 @@ class Study:
 
     state_dir: Path
     smoke: bool = False
+    repeats: int = 1  # runs of each workflow under each scheduler at the knee
 
     @property
     def profile(self) -> str:
@@ -195,10 +197,12 @@ class Step:
     level: str
     scheduler: str
     node: str | None = None
+    repeat: int = 1  # the n-th run of the same step (repeats after the first: --repeats)
 
     @property
     def key(self) -> str:
-        return "/".join(p for p in (self.workflow, self.kind, self.level, self.node or self.scheduler) if p)
+        parts = (self.workflow, self.kind, self.level, self.node or self.scheduler)
+        return "/".join(parts) + (f"/r{self.repeat}" if self.repeat > 1 else "")
 
 
 class State:
@@ -282,6 +286,13 @@ def plan(study: Study, state: State) -> Iterator[Step]:
             if name == "mix" and scheduler == "greedy":
                 continue  # the sweep ran it at this level
             yield Step(name, "mix", found.name, scheduler)
+    # Repeats come last, so that a study short of device time still has every figure once; greedy and
+    # credit (the comparison the study is for) before partition.
+    for repeat in range(2, study.repeats + 1):
+        for group in REPEAT_ORDER:
+            for name in WORKFLOWS:
+                for scheduler in group:
+                    yield Step(name, "mix", found.name, scheduler, repeat=repeat)
 
 
 def workflow_of(study: Study, step: Step) -> Workflow:
@@ -576,11 +587,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny models on this CPU, end to end")
     parser.add_argument("--state", type=Path, help="state and bundles (default results/h200-study/<profile>)")
     parser.add_argument("--budget-s", type=float, default=510.0, help="run: stop before exceeding this")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="run/plan: runs of each workflow under each scheduler (>= 1)"
+    )
     parser.add_argument("--json", type=Path, help="summarize: summary JSON (default docs/results/...)")
     parser.add_argument("--md", type=Path, help="summarize: summary Markdown (default docs/results/...)")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     study = Study(
-        args.state or Path("results/h200-study") / ("smoke" if args.cpu_smoke else "gpu"), args.cpu_smoke
+        args.state or Path("results/h200-study") / ("smoke" if args.cpu_smoke else "gpu"),
+        args.cpu_smoke,
+        args.repeats,
     )
     try:
         return _command(args, study)

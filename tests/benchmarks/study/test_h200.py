@@ -55,6 +55,28 @@ def test_the_sweep_runs_level_by_level_and_stops_at_the_first_level_where_greedy
     ]
 
 
+def test_repeats_come_after_every_other_step_greedy_and_credit_first(tmp_path):
+    study, state = Study(tmp_path, repeats=3), State(tmp_path)
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), KNEE - 0.01)
+    keys = [s.key for s in plan(study, state)]
+    assert keys[:13] == [s.key for s in plan(Study(tmp_path), state)]
+    assert keys[13:19] == [
+        "mix/mix/L0/greedy/r2",
+        "mix/mix/L0/credit/r2",
+        "content-creation/mix/L0/greedy/r2",
+        "content-creation/mix/L0/credit/r2",
+        "mix/mix/L0/partition/r2",
+        "content-creation/mix/L0/partition/r2",
+    ]
+    assert keys[19:] == [k.replace("/r2", "/r3") for k in keys[13:19]]
+
+
+def test_repeats_below_one_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--state", str(tmp_path), "--repeats", "0"])
+    assert "--repeats must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_a_level_that_could_not_run_ends_the_sweep_at_the_level_before(tmp_path):
     study, state = Study(tmp_path), State(tmp_path)
     fake_result(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
