@@ -123,6 +123,22 @@ class TelemetryRecorder:
         self.error: str | None = None
         self._files: dict[str, tuple[IO[str], Any]] = {}
 
+    @classmethod
+    def load(cls, bundle_dir: Path) -> TelemetryRecorder:
+        """Return a recorder holding the series of a result bundle's ``telemetry/*.csv`` (read back)."""
+        recorder = cls(hz=0.0)
+        for path in sorted((bundle_dir / "telemetry").glob("*.csv")):
+            with path.open(newline="") as fh:
+                reader = csv.reader(fh)
+                columns = next(reader, None)
+                if columns is None:
+                    continue
+                rows = [
+                    [float(row[0]), row[1], *(float(v) if v else None for v in row[2:])] for row in reader
+                ]
+            recorder.add_batch(path.stem, columns, rows)
+        return recorder
+
     # -- input ---------------------------------------------------------------------------------------
 
     def on_message(self, message: Mapping[str, Any]) -> None:
@@ -198,6 +214,14 @@ class TelemetryRecorder:
                 return sum(means) / len(means), source
         return None, None
 
+    def sm_activity(self) -> tuple[Series | None, str | None]:
+        """Return the first GPU's SM activity series from the best source that has one, and its name."""
+        for source, column in SM_ACTIVITY:
+            found = self._find(source, column, _GPU)
+            if found:
+                return found[0], source
+        return None, None
+
     def _energy(self, a: float | None, b: float | None) -> tuple[float | None, float | None]:
         """Return (GPU energy, CPU package energy) in J over [a, b]; None where no counter exists."""
         gpu = [d for s in self._find("nvml", "energy_j", _GPU) if (d := s.delta(a, b)) is not None]
@@ -222,7 +246,7 @@ class TelemetryRecorder:
             for name, status in self.sources.items()
         }
         total_requests = sum(len(_counted(app)) for app in applications)
-        run = self._window_summary(0.0 if run_end is not None else None, run_end, total_requests)
+        run = self.window(0.0 if run_end is not None else None, run_end, total_requests)
         gpu_peaks = [p for s in self._find("nvml", "mem_used_bytes", _GPU) if (p := s.max()) is not None]
         run["gpu_memory_peak_bytes"] = int(sum(gpu_peaks)) if gpu_peaks else None
         apps = {}
@@ -231,7 +255,7 @@ class TelemetryRecorder:
             rows = _counted(app)
             start = min((float(r["start"]) for r in rows), default=None)
             end = max((float(r["end"]) for r in rows), default=None)
-            summary = self._window_summary(start, end, len(rows)) if start is not None else _empty_window()
+            summary = self.window(start, end, len(rows)) if start is not None else _empty_window()
             summary["active_from_s"], summary["active_to_s"] = start, end
             gpu_mem = [
                 m for s in self._find("nvml", "gpu_mem_bytes", f"app:{name}") if (m := s.max()) is not None
@@ -259,7 +283,8 @@ class TelemetryRecorder:
             "applications": apps,
         }
 
-    def _window_summary(self, a: float | None, b: float | None, requests: int) -> dict[str, Any]:
+    def window(self, a: float | None, b: float | None, requests: int) -> dict[str, Any]:
+        """Return SM activity, occupancy and energy over [a, b] (unbounded: everything), per request."""
         sm, sm_source = self._device_mean(SM_ACTIVITY, a, b)
         occupancy, _ = self._device_mean(SM_OCCUPANCY, a, b)
         gpu_j, cpu_j = self._energy(a, b)

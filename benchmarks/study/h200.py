@@ -395,17 +395,31 @@ def run_study(study: Study, budget_s: float, log: Any = None) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-def _app_summary(app: Mapping[str, Any], solo: Mapping[str, Any] | None) -> dict[str, Any]:
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
+    from benchmarks.metrics import application_metrics
+    from benchmarks.spec import parse_slo
+
+    first = runs[0]
+    pooled = application_metrics(
+        [r for app in runs for r in app["requests"]], [parse_slo(s) for s in first["slo"]]
+    )
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
-        for m, s in app["metrics"].items()
+        for m, s in pooled["metrics"].items()
         if s.get("p50") is not None
     }
     out: dict[str, Any] = {
-        "type": app["type"],
-        "slo": app["slo"],
-        "slo_attainment": app["slo_attainment"],
-        "requests": app["requests_counted"],
+        "type": first["type"],
+        "slo": first["slo"],
+        "slo_attainment": pooled["slo_attainment"],
+        "slo_attainment_runs": [app["slo_attainment"] for app in runs],
+        "requests": pooled["requests_counted"],
         "latency_s": latency,
     }
     if solo is not None:
@@ -418,30 +432,87 @@ def _app_summary(app: Mapping[str, Any], solo: Mapping[str, Any] | None) -> dict
     return out
 
 
+def serving_window(result: Mapping[str, Any]) -> tuple[float, float] | None:
+    """Return (start, end) of a run's serving time: first counted request's start to last one's end."""
+    from benchmarks.metrics import counted
+
+    rows = [r for app in result["applications"] for r in counted(app["requests"])]
+    if not rows:
+        return None
+    return min(float(r["start"]) for r in rows), max(float(r["end"]) for r in rows)
+
+
+def _run_figures(result: Mapping[str, Any], bundle: Path) -> dict[str, Any]:
+    """Return one run's figures; SM activity over its serving time, read back from its telemetry."""
+    from benchmarks.monitor.telemetry import TelemetryRecorder
+
+    run = (result.get("telemetry") or {}).get("run") or {}
+    window = serving_window(result)
+    serving = TelemetryRecorder.load(bundle).window(*window, 1) if window else {}
+    return {
+        "bundle": bundle.name,
+        "mean_attainment": result["mean_attainment"],
+        "sm_activity": serving.get("sm_activity_mean_pct"),
+        "sm_activity_run": run.get("sm_activity_mean_pct"),
+        "fairness": result["fairness"],
+        "makespan_s": result["makespan_s"],
+        "energy_j": run.get("gpu_energy_j"),
+    }
+
+
 def _scheduler_summary(
-    result: Mapping[str, Any] | None, solos: Mapping[str, Any], error: str | None
+    runs: Sequence[tuple[Mapping[str, Any], Path]], solos: Mapping[str, Any], errors: Sequence[str]
 ) -> dict[str, Any]:
-    if result is None:
+    """Return a scheduler's figures on a workflow: each run's, their means, and the applications pooled."""
+    if not runs:
         return {
             "mean_attainment": None,
             "sm_activity": None,
             "fairness": None,
             "makespan_s": None,
             "apps": {},
-            "error": error,
+            "runs": 0,
+            "error": "; ".join(errors) or None,
         }
-    run = (result.get("telemetry") or {}).get("run") or {}
-    out = {
-        "mean_attainment": result["mean_attainment"],
-        "sm_activity": run.get("sm_activity_mean_pct"),
-        "fairness": result["fairness"],
-        "makespan_s": result["makespan_s"],
-        "energy_j": run.get("gpu_energy_j"),
-        "apps": {a["name"]: _app_summary(a, solos.get(a["name"])) for a in result["applications"]},
+    per_run = [_run_figures(result, bundle) for result, bundle in runs]
+    out: dict[str, Any] = {
+        key: _mean([r[key] for r in per_run])
+        for key in ("mean_attainment", "sm_activity", "sm_activity_run", "fairness", "makespan_s", "energy_j")
     }
-    if error:
-        out["error"] = error
+    out["runs"] = len(per_run)
+    out["per_run"] = per_run
+    names = [a["name"] for a in runs[0][0]["applications"]]
+    out["apps"] = {
+        name: _app_summary(
+            [a for result, _ in runs for a in result["applications"] if a["name"] == name], solos.get(name)
+        )
+        for name in names
+    }
+    if errors:
+        out["error"] = "; ".join(errors)
     return out
+
+
+def scheduler_runs(
+    study: Study, state: State, name: str, level: Level, scheduler: str
+) -> tuple[list[tuple[dict[str, Any], Path]], list[str]]:
+    """Return the finished runs of a workflow under a scheduler at a level (first, then repeats) and
+    the errors of those that failed."""
+    runs: list[tuple[dict[str, Any], Path]] = []
+    errors: list[str] = []
+    repeat = 1
+    while True:
+        kind = "sweep" if name == "mix" and scheduler == "greedy" and repeat == 1 else "mix"
+        step = Step(name, kind, level.name, scheduler, repeat=repeat)
+        entry = state.get(step)
+        if entry is None:
+            return runs, errors
+        result = state.result(step)
+        if result is not None and not entry.get("error"):
+            runs.append((result, state.dir / entry["bundle"]))
+        else:
+            errors.append(f"run {repeat}: {entry.get('error') or entry.get('status')}")
+        repeat += 1
 
 
 def summarize(study: Study) -> dict[str, Any]:
@@ -460,11 +531,9 @@ def summarize(study: Study) -> dict[str, Any]:
                 solos[node] = solo["applications"][0]
         per: dict[str, Any] = {}
         for scheduler in SCHEDULERS:
-            kind = "sweep" if name == "mix" and scheduler == "greedy" else "mix"
-            step = Step(name, kind, level.name, scheduler)
-            result, entry = state.result(step), state.get(step) or {}
-            platform = platform or (result or {}).get("platform")
-            per[scheduler] = _scheduler_summary(result, solos, entry.get("error"))
+            runs, errors = scheduler_runs(study, state, name, level, scheduler)
+            platform = platform or (runs[0][0]["platform"] if runs else None)
+            per[scheduler] = _scheduler_summary(runs, solos, errors)
         workflows[name] = per
     sweep = []
     for lv in study.levels:
@@ -494,8 +563,14 @@ def _num(x: float | None, fmt: str = "{:.1f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
-def render_markdown(summary: Mapping[str, Any], how_to_run: str) -> str:
-    """Return ``schedulers-h200.md``: the platform, the sweep, one table per workflow, how it was run."""
+def _runs(values: Sequence[float | None], fmt: Any = _pct) -> str:
+    """Return ' (a, b)': each run's figure, when there was more than one run."""
+    return f" ({', '.join(fmt(v) for v in values)})" if len(values) > 1 else ""
+
+
+def render_markdown(summary: Mapping[str, Any], plots: Sequence[str], hand_written: str) -> str:
+    """Return ``schedulers-h200.md``: the platform, the sweep, one table per workflow, the plots, then
+    the hand-written part (analysis, how it was run) as it was."""
     gpu = ", ".join(g.get("name", "?") for g in (summary.get("platform") or {}).get("gpus", [])) or "no GPU"
     lines = [
         "# Schedulers on one GPU: the H200 study (issue 7)",
@@ -503,6 +578,12 @@ def render_markdown(summary: Mapping[str, Any], how_to_run: str) -> str:
         f"Platform: {gpu}. Load level of the tables: {summary['level']['name']} "
         f"({summary['level']['load']}), the first level of the sweep where greedy's mean SLO attainment "
         f"fell below {summary['level']['knee_below']:.0%} (the last level when it never did).",
+        "",
+        "Written by `python -m benchmarks.study.h200 summarize` from the result bundles; the figures are",
+        "defined in docs/metrics.md, SM activity here is the mean while the run serves requests (first",
+        "counted request's start to the last one's end; the whole run, model loading included, in",
+        "parentheses). Several runs: means of the runs' figures, each run's in parentheses; an",
+        "application's attainment and latencies pool the requests of all runs.",
         "",
         "## Load sweep (workflow mix, greedy)",
         "",
@@ -517,17 +598,20 @@ def render_markdown(summary: Mapping[str, Any], how_to_run: str) -> str:
             "",
             f"## Workflow {name}",
             "",
-            "| scheduler | mean attainment | SM activity | fairness | makespan (s) | GPU energy (J) |",
-            "|---|---|---|---|---|---|",
+            "| scheduler | runs | mean attainment | SM activity serving (whole run) | fairness "
+            "| makespan (s) | GPU energy (J) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for scheduler, s in per.items():
-            if s.get("error") and s["mean_attainment"] is None:
-                lines.append(f"| {scheduler} | not run: {s['error']} | | | | |")
+            if not s.get("runs"):
+                lines.append(f"| {scheduler} | 0 | not run: {s.get('error')} | | | | |")
                 continue
+            runs = s["per_run"]
             lines.append(
-                f"| {scheduler} | {_pct(s['mean_attainment'])} | {_num(s['sm_activity'])} % | "
-                f"{_num(s['fairness'], '{:.2f}')} | {_num(s['makespan_s'])} | "
-                f"{_num(s.get('energy_j'), '{:.0f}')} |"
+                f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
+                f"{_runs([r['mean_attainment'] for r in runs])} | {_num(s['sm_activity'])} % "
+                f"({_num(s['sm_activity_run'])} %) | {_num(s['fairness'], '{:.2f}')} | "
+                f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
             )
         lines += [
             "",
@@ -542,34 +626,63 @@ def render_markdown(summary: Mapping[str, Any], how_to_run: str) -> str:
                 )
                 slow = "; ".join(f"{m} x{v}" for m, v in a.get("slowdown_vs_solo", {}).items())
                 lines.append(
-                    f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])} "
-                    f"({_pct(a.get('solo_attainment'))}) | {lat} | {slow} |"
+                    f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])}"
+                    f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} |"
                 )
-    return "\n".join(lines) + "\n\n" + how_to_run
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
+    return "\n".join(lines) + "\n\n" + HAND_WRITTEN_MARKER + "\n\n" + hand_written.lstrip("\n")
 
 
-HOW_TO_RUN_MARKER = "## How to run"
+# Everything below this line of schedulers-h200.md is written by hand; ``summarize`` keeps it.
+HAND_WRITTEN_MARKER = "<!-- Written by hand below this line: summarize keeps it as it is. -->"
+
+
+def write_plots(study: Study, summary: Mapping[str, Any], md_path: Path) -> list[str]:
+    """Write the study's SVG plots beside the Markdown; return their file names."""
+    from benchmarks.monitor.telemetry import TelemetryRecorder
+    from benchmarks.study.plots import attainment_svg, sm_activity_svg
+
+    state = State(study.state_dir)
+    level = next(lv for lv in study.levels if lv.name == summary["level"]["name"])
+    timelines = {}
+    for scheduler in SCHEDULERS:
+        runs, _ = scheduler_runs(study, state, "mix", level, scheduler)
+        if runs:
+            result, bundle = runs[0]
+            series, _ = TelemetryRecorder.load(bundle).sm_activity()
+            if series is not None:
+                timelines[scheduler] = (list(series.t), list(series.v), serving_window(result))
+    plots = {
+        f"{md_path.stem}-attainment.svg": attainment_svg(summary["workflows"], SCHEDULERS),
+        f"{md_path.stem}-sm-activity.svg": sm_activity_svg(timelines) if timelines else None,
+    }
+    written = []
+    for name, svg in plots.items():
+        if svg is not None:
+            (md_path.parent / name).write_text(svg + "\n")
+            written.append(name)
+    return written
 
 
 def write_summary(study: Study, json_path: Path, md_path: Path) -> dict[str, Any]:
-    """Write the summary JSON (and ``<name>-sweep.json``) and the Markdown, keeping its "How to run" section.
-
-    Returns the whole summary.
-    """
+    """Write the summary JSON (and ``<name>-sweep.json``), the plots and the Markdown, keeping its
+    hand-written part (the default: how to run the study). Returns the whole summary."""
     summary = summarize(study)
-    how_to_run = (
-        HOW_TO_RUN_MARKER
-        + "\n\nOn the GPU machine, once per call until it says so: bash benchmarks/study/device.sh\n"
+    hand_written = (
+        "## How to run\n\nOn the GPU machine, once per call until it says so:"
+        " bash benchmarks/study/device.sh\n"
     )
-    if md_path.is_file() and HOW_TO_RUN_MARKER in md_path.read_text():
+    if md_path.is_file() and HAND_WRITTEN_MARKER in md_path.read_text():
         text = md_path.read_text()
-        how_to_run = text[text.index(HOW_TO_RUN_MARKER) :]
+        hand_written = text[text.index(HAND_WRITTEN_MARKER) + len(HAND_WRITTEN_MARKER) :]
     json_path.parent.mkdir(parents=True, exist_ok=True)
     # Issue 7's shape exactly; the sweep that chose the level goes beside it.
     json_path.write_text(json.dumps({k: summary[k] for k in ("platform", "workflows")}, indent=1) + "\n")
     sweep_path = json_path.with_name(f"{json_path.stem}-sweep.json")
     sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep")}, indent=1) + "\n")
-    md_path.write_text(render_markdown(summary, how_to_run))
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(render_markdown(summary, write_plots(study, summary, md_path), hand_written))
     return summary
 
 

@@ -162,3 +162,26 @@ def test_interval_mean_weights_each_sample_by_the_part_of_its_interval_inside_th
     assert s.interval_mean(0.5, 2.0) == pytest.approx((90 * 0.5 + 10 * 1.0) / 1.5)
     assert s.interval_mean(2.2, 2.4) == pytest.approx(10.0)  # inside one interval: that interval's value
     assert s.interval_mean(5.0, 6.0) is None
+
+
+def test_a_bundle_read_back_gives_the_summaries_the_run_wrote(tmp_path):
+    written = TelemetryRecorder(20, out_dir=tmp_path)
+    nvml = ["t", "entity", "util_gpu_pct", "energy_j", "processes"]
+    written.add_batch("nvml", nvml, [[float(t), "gpu0", 50, 100.0 * t, None] for t in range(5)])
+    gpm = ["t", "entity", "sm_activity_pct", "sm_occupancy_pct"]
+    written.add_batch("gpm", gpm, [[t + 0.5, "gpu0", 10.0 * t, None] for t in range(5)])
+    written.close()
+    read = TelemetryRecorder.load(tmp_path)
+    for a, b in ((None, None), (1.0, 3.0)):
+        assert read.window(a, b, 2) == written.window(a, b, 2)
+    assert read.window(1.0, 3.0, 2)["sm_activity_mean_pct"] == pytest.approx(15.0)  # gpm, not nvml
+    series, source = read.sm_activity()
+    assert source == "gpm" and list(series.v) == [0.0, 10.0, 20.0, 30.0, 40.0]
+
+
+def test_the_sm_activity_series_falls_back_to_nvml_and_is_none_without_a_gpu(tmp_path):
+    recorder = TelemetryRecorder(20)
+    assert recorder.sm_activity() == (None, None)
+    recorder.add_batch("nvml", ["t", "entity", "util_gpu_pct"], [[0.0, "gpu0", 7]])
+    series, source = recorder.sm_activity()
+    assert source == "nvml" and list(series.v) == [7.0]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 
-from benchmarks.spec import from_dict
+from benchmarks.metrics import application_metrics
+from benchmarks.spec import from_dict, parse_slo
 from benchmarks.study.h200 import (
+    HAND_WRITTEN_MARKER,
     KNEE,
     SMOKE_LEVELS,
     State,
@@ -18,6 +21,8 @@ from benchmarks.study.h200 import (
     main,
     only_node,
     plan,
+    summarize,
+    write_summary,
 )
 
 
@@ -150,7 +155,7 @@ def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shap
     assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
     assert json.loads((state / "state.json").read_text())["steps"] == steps
     md = tmp_path / "out.md"
-    md.write_text("# old\n\n## How to run\n\nthe exact device calls\n")
+    md.write_text(f"# old\n\n{HAND_WRITTEN_MARKER}\n\n## How to run\n\nthe exact device calls\n")
     assert (
         main(
             [
@@ -185,3 +190,85 @@ def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shap
     text = md.read_text()
     assert "## Workflow mix" in text and "| greedy |" in text
     assert text.endswith("## How to run\n\nthe exact device calls\n")  # the hand-written part is kept
+
+
+def run_result(state: State, step: Step, ttfts: list[float], error: str | None = None) -> None:
+    """Record a finished run of the mix whose chat made one request per TTFT (SLO 0.5 s), 1 s apart,
+    from t = 2 s on; its GPM telemetry reads 0 % before then (loading) and 80 % after."""
+    bundle = state.dir / step.key.replace("/", "-")
+    (bundle / "telemetry").mkdir(parents=True)
+    requests = [
+        {
+            "status": "ok",
+            "warmup": False,
+            "arrival": 2.0 + i,
+            "start": 2.0 + i,
+            "end": 2.5 + i,
+            "metrics": {"ttft": ttft},
+        }
+        for i, ttft in enumerate(ttfts)
+    ]
+    app = {"name": "chat", "type": "Chatbot", "slo": ["ttft<=0.5s"], "requests": requests}
+    app |= application_metrics(requests, [parse_slo("ttft<=0.5s")])
+    met = app["slo_attainment"]
+    result = {
+        "mean_attainment": met,
+        "fairness": 1.0,
+        "makespan_s": 2.5 + len(ttfts),
+        "platform": {"gpus": [{"name": "NVIDIA H200"}]},
+        "telemetry": {"run": {"sm_activity_mean_pct": 40.0, "gpu_energy_j": 100.0}},
+        "applications": [app],
+    }
+    (bundle / "result.json").write_text(json.dumps(result))
+    rows = "".join(f"{t / 2},gpu0,{0.0 if t < 4 else 80.0},\n" for t in range(30))
+    (bundle / "telemetry" / "gpm.csv").write_text("t,entity,sm_activity_pct,sm_occupancy_pct\n" + rows)
+    entry = {"bundle": bundle.name, "status": "completed", "wall_s": 1.0}
+    state.put(step, entry | ({"error": error} if error else {}))
+
+
+def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_serving(tmp_path):
+    study, state = Study(tmp_path, repeats=2), State(tmp_path)
+    run_result(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    run_result(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.2])
+    run_result(state, Step("mix", "solo", "L0", "greedy", "chat"), [0.1, 0.1])
+    run_result(state, Step("mix", "mix", "L0", "credit"), [0.1, 0.3])
+    run_result(state, Step("mix", "mix", "L0", "credit", repeat=2), [0.1, 0.3], error="chat: exit code -11")
+    state.put(Step("mix", "mix", "L0", "partition"), {"status": "not run", "error": "no GPU", "wall_s": 0.1})
+    summary = summarize(study)
+    greedy = summary["workflows"]["mix"]["greedy"]
+    assert greedy["runs"] == 2 and greedy["mean_attainment"] == pytest.approx(0.75)
+    assert [r["mean_attainment"] for r in greedy["per_run"]] == [0.5, 1.0]
+    assert greedy["sm_activity"] == pytest.approx(80.0) and greedy["sm_activity_run"] == 40.0
+    chat = greedy["apps"]["chat"]
+    assert (
+        chat["requests"] == 4 and chat["slo_attainment"] == 0.75 and chat["slo_attainment_runs"] == [0.5, 1.0]
+    )
+    assert chat["latency_s"]["ttft"]["p50"] == pytest.approx(0.15)  # over the 4 requests pooled
+    assert chat["solo_attainment"] == 1.0 and chat["slowdown_vs_solo"]["ttft"] == pytest.approx(1.5)
+    # A run with a failed application is a broken measurement: reported, not averaged in.
+    credit = summary["workflows"]["mix"]["credit"]
+    assert credit["runs"] == 1 and credit["error"] == "run 2: chat: exit code -11"
+    partition = summary["workflows"]["mix"]["partition"]
+    assert partition["runs"] == 0 and partition["mean_attainment"] is None
+    assert partition["error"] == "run 1: no GPU"
+    assert summary["workflows"]["content-creation"]["greedy"]["runs"] == 0
+
+
+def test_the_markdown_keeps_its_hand_written_part_and_shows_the_plots(tmp_path):
+    study, state = Study(tmp_path / "state", repeats=2), State(tmp_path / "state")
+    run_result(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    run_result(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.2])
+    md = tmp_path / "s.md"
+    md.write_text(f"# old tables\n\n{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
+    write_summary(study, tmp_path / "s.json", md)
+    text = md.read_text()
+    assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
+    assert "| greedy | 2 | 75 % (50 %, 100 %) | 80.0 % (40.0 %) |" in text
+    for name in ("s-attainment.svg", "s-sm-activity.svg"):
+        assert f"![{name}]({name})" in text
+        svg = ElementTree.parse(tmp_path / name).getroot()
+        assert svg.tag.endswith("svg")
+    bars = (
+        ElementTree.parse(tmp_path / "s-attainment.svg").getroot().iter("{http://www.w3.org/2000/svg}title")
+    )
+    assert [b.text for b in bars] == ["mix chat greedy: 75%"]
