@@ -75,6 +75,9 @@ class NodeResult(_Strict):
     started_at: float | None
     finished_at: float | None
     load_time_s: float | None
+    start_wait_s: float | None = Field(
+        None, description="start_together: seconds between the node's load end and its first request's go"
+    )
     reason: str | None
 
 

@@ -79,6 +79,10 @@ class NodeState:
     done_status: str | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True
+    # start_together: the nodes spawned with this one, and the event that lets its requests begin.
+    group: tuple[str, ...] = ()
+    go_event: Any = None
+    released_at: float | None = None
 
 
 def resolve_device(unit: Application) -> str:
@@ -249,6 +253,7 @@ class _Run:
                         self._drain(s)
                     elif s.process is not None and ready == s.process.sentinel:
                         self._reap(s)
+            self._release_groups()
             self.scheduler.poll()
             self.monitor.poll()
 
@@ -267,6 +272,7 @@ class _Run:
         return True
 
     def _start_ready(self, plans: Mapping[str, NodePlan]) -> None:
+        spawned = []
         for name, state in self.nodes.items():
             if state.status != "pending":
                 continue
@@ -275,10 +281,27 @@ class _Run:
                 self._set_status(state, "skipped", met)
             elif met:
                 self._spawn(state, plans[name])
+                spawned.append(name)
+        for name in spawned:
+            self.nodes[name].group = tuple(spawned)
+
+    def _release_groups(self) -> None:
+        """start_together: let a group's requests begin once every member has loaded or has ended."""
+        for state in self.nodes.values():
+            if state.go_event is None or state.released_at is not None:
+                continue
+            members = [self.nodes[n] for n in state.group]
+            if all(m.load_finished is not None or m.status not in ("running", "stopping") for m in members):
+                now = clock.now()
+                for m in members:
+                    if m.go_event is not None and m.released_at is None:
+                        m.go_event.set()
+                        m.released_at = now
 
     def _spawn(self, state: NodeState, plan: NodePlan) -> None:
         recv, send = self.ctx.Pipe(duplex=False)
         state.stop_event = self.ctx.Event()
+        state.go_event = self.ctx.Event() if self.workflow.start_together else None
         env = self.scheduler.env_for(plan)
         gate = self.scheduler.gate_for(plan)
         out_dir = str(self.artifacts / state.name)
@@ -286,7 +309,18 @@ class _Run:
         state.process = self.ctx.Process(
             target=app_process_main,
             name=f"cb-{state.name}",
-            args=(state.name, state.unit, state.device, gate, env, send, state.stop_event, out_dir, seed),
+            args=(
+                state.name,
+                state.unit,
+                state.device,
+                gate,
+                env,
+                send,
+                state.stop_event,
+                out_dir,
+                seed,
+                state.go_event,
+            ),
             daemon=True,
         )
         state.started_at = clock.now()
@@ -414,6 +448,11 @@ class _Run:
                     "started_at": rel(s.started_at),
                     "finished_at": rel(s.finished_at),
                     "load_time_s": load_time,
+                    "start_wait_s": (
+                        max(0.0, s.released_at - s.load_finished)
+                        if s.released_at is not None and s.load_finished is not None
+                        else None
+                    ),
                     "reason": s.reason if s.status != "succeeded" else None,
                 }
             )
@@ -512,8 +551,11 @@ def app_process_main(
     stop_event: Any,
     out_dir: str,
     seed: int,
+    go_event: Any = None,
 ) -> None:
-    """Entry point of an application process: load, run the requests, report, close."""
+    """Entry point of an application process: load, wait for ``go_event`` when given (the runner sets
+    it once the nodes started with this one have loaded: start_together), run the requests, report,
+    close."""
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -551,6 +593,9 @@ def app_process_main(
             drivers.append(cls(unit, ctx))
             loaded.append(drivers[-1].load())
         emit("load_end", loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions})
+        while go_event is not None and not go_event.wait(0.05):
+            if stop_event.is_set():
+                raise AppStopped
         _run_sessions(drivers)
     except AppStopped:
         status = "stopped"

@@ -35,7 +35,9 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 64
 
-RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "workflows")
+RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "start_together", "workflows")
+# Top-level keys of a task-list workflow besides 'tasks'.
+TASK_LIST_KEYS = ("description", "scheduler", "repeat", "seed", "start_together")
 COMMON_UNIT_KEYS = (
     "type",
     "model",
@@ -251,6 +253,9 @@ class Workflow(BaseModel):
     scheduler: str = "greedy"
     repeat: int = Field(1, ge=1)
     seed: int = 0
+    # Nodes that start at the same point of the DAG begin their requests together, once every one of
+    # them has loaded, instead of each as soon as its own model is loaded.
+    start_together: bool = False
     applications: dict[str, Application]
     nodes: dict[str, Node]
 
@@ -470,13 +475,13 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
     for key, value in body.items():
         if key == "tasks":
             continue
-        if key in ("description", "scheduler", "repeat", "seed"):
+        if key in TASK_LIST_KEYS:
             native[key] = value
         else:
             errors.add(
                 (wf_name, key),
                 f"unknown key '{key}' in workflow '{wf_name}'"
-                + _suggest(str(key), ("tasks", "description", "scheduler", "repeat", "seed")),
+                + _suggest(str(key), ("tasks", *TASK_LIST_KEYS)),
             )
     tasks = body.get("tasks")
     if not isinstance(tasks, list) or not tasks:
@@ -606,6 +611,11 @@ def _check_workflow_keys(kwargs: dict[str, Any], errors: _Collector) -> dict[str
         if key in out and (not isinstance(out[key], int) or isinstance(out[key], bool)):
             errors.add((key,), f"'{key}' must be a whole number, not {_kind(out[key])}")
             out.pop(key)
+    if "start_together" in out and not isinstance(out["start_together"], bool):
+        errors.add(
+            ("start_together",), f"'start_together' must be true or false, not {_kind(out['start_together'])}"
+        )
+        out.pop("start_together")
     if out.get("repeat", 1) < 1:
         errors.add(("repeat",), "'repeat' must be at least 1")
     if "scheduler" in out and out["scheduler"] not in SCHEDULERS:
@@ -993,6 +1003,7 @@ def to_dict(workflow: Workflow) -> dict[str, Any]:
     out["scheduler"] = workflow.scheduler
     out["repeat"] = workflow.repeat
     out["seed"] = workflow.seed
+    out["start_together"] = workflow.start_together
     for name, app in workflow.applications.items():
         out[name] = unit_to_dict(app)
     nodes: dict[str, Any] = {}

@@ -126,6 +126,11 @@ class WorkflowMetaForm(forms.Form):
     scheduler = forms.ChoiceField(choices=[], help_text="the default; a run may choose another")
     repeat = forms.IntegerField(min_value=1, initial=1)
     seed = forms.IntegerField(initial=0)
+    start_together = forms.BooleanField(
+        required=False,
+        help_text="applications that start at the same point of the DAG begin their requests together, "
+        "once all of them have loaded",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -307,6 +312,8 @@ def editor_to_dict(
     for key in ("name", "description", "scheduler", "repeat", "seed"):
         if meta.get(key) not in (None, ""):
             data[key] = meta[key]
+    if meta.get("start_together"):
+        data["start_together"] = True
     problems: list[str] = []
     nodes: dict[str, Any] = {}
     for card in cards:
@@ -338,6 +345,7 @@ def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], 
         "scheduler": workflow.scheduler,
         "repeat": workflow.repeat,
         "seed": workflow.seed,
+        "start_together": workflow.start_together,
     }
     cards = []
     for node in workflow.nodes.values():

@@ -85,6 +85,53 @@ workflows:
     assert result["status"] == "completed"
 
 
+START_TOGETHER = """
+quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2}
+slow: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, load_time_s: 1.5}
+after: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 1, load_time_s: 0.5}
+workflows:
+  quick: {uses: quick}
+  slow: {uses: slow}
+  after: {uses: after, depend_on: [quick]}
+"""
+
+
+def first_start(result: dict[str, Any], name: str) -> float:
+    return min(r["start"] for r in app(result, name)["requests"])
+
+
+def test_start_together_holds_fast_loaders_until_every_node_started_with_them_has_loaded() -> None:
+    result = run("start_together: true\n" + START_TOGETHER)
+    assert result["workflow"]["start_together"] is True
+    quick, slow, after = node(result, "quick"), node(result, "slow"), node(result, "after")
+    assert abs(first_start(result, "quick") - first_start(result, "slow")) < 0.3
+    assert first_start(result, "quick") >= slow["started_at"] + 1.5
+    assert quick["start_wait_s"] == pytest.approx(1.5, abs=0.6) and slow["start_wait_s"] < 0.3
+    # A node released later by the DAG is a group of its own: it waits only for its own load.
+    assert after["started_at"] >= quick["finished_at"] and after["start_wait_s"] < 0.3
+
+
+def test_without_start_together_each_node_begins_once_its_own_model_has_loaded() -> None:
+    result = run(START_TOGETHER)
+    assert first_start(result, "slow") - first_start(result, "quick") > 1.0
+    assert all(n["start_wait_s"] is None for n in result["nodes"])
+
+
+def test_start_together_does_not_wait_for_a_node_that_failed_before_loading(tmp_path) -> None:
+    garbage = tmp_path / "not-a-model.gguf"
+    garbage.write_bytes(b"GGUF" + bytes(60))  # passes the preflight magic check, then fails to load
+    result = run(
+        f"""
+start_together: true
+ok: {{type: Synthetic, steps: 1, step_ms: 1, num_requests: 1}}
+broken: {{type: Chatbot, model: {garbage}, device: cpu, num_requests: 1}}
+""",
+        time_limit_s=60,
+    )
+    assert node(result, "broken")["status"] == "failed"
+    assert node(result, "ok")["status"] == "succeeded" and app(result, "ok")["requests_counted"] == 1
+
+
 def test_failed_node_skips_its_dependents_with_the_reason() -> None:
     result = run("""
 bad: {type: Synthetic, fail_at_request: 0, steps: 1}

@@ -79,15 +79,18 @@ def browser(alice: Any) -> Client:
     return client
 
 
-def test_a_workflow_imported_from_yaml_round_trips_through_the_editor(browser: Client) -> None:
-    response = browser.post("/workflows/new/", {"action": "import", "yaml_text": MIXED})
+@pytest.mark.parametrize("yaml_text", [MIXED, MIXED.replace("seed: 7\n", "seed: 7\nstart_together: true\n")])
+def test_a_workflow_imported_from_yaml_round_trips_through_the_editor(
+    browser: Client, yaml_text: str
+) -> None:
+    response = browser.post("/workflows/new/", {"action": "import", "yaml_text": yaml_text})
     assert response.status_code == 200
     meta, formset = response.context["meta"], response.context["formset"]
     assert len(formset.forms) == 3
     saved = browser.post("/workflows/new/", post_data(meta, formset))
     assert saved.status_code == 302, saved.context and saved.context["general_errors"]
     stored = version_workflow(version=version_latest(workflow=Workflow.objects.get()))
-    assert stored == load_yaml(MIXED)
+    assert stored == load_yaml(yaml_text)
 
 
 def test_every_registered_type_gets_its_options_fieldset(browser: Client) -> None:
