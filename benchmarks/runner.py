@@ -584,19 +584,19 @@ def app_process_main(
         for k in range(sessions)
     ]
     drivers: list[Driver] = []
-    status, error, code = "succeeded", None, 0
-    try:
-        cls = driver_class(unit.app_type)
-        emit("load_start")
-        loaded = []
-        for ctx in contexts:
-            drivers.append(cls(unit, ctx))
-            loaded.append(drivers[-1].load())
+
+    def ready(loaded: list[dict[str, Any]]) -> None:
         emit("load_end", loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions})
         while go_event is not None and not go_event.wait(0.05):
             if stop_event.is_set():
                 raise AppStopped
-        _run_sessions(drivers)
+
+    status, error, code = "succeeded", None, 0
+    try:
+        cls = driver_class(unit.app_type)
+        emit("load_start")
+        drivers = [cls(unit, ctx) for ctx in contexts]
+        _run_sessions(drivers, ready)
     except AppStopped:
         status = "stopped"
     except BaseException as exc:
@@ -616,25 +616,59 @@ def app_process_main(
         raise SystemExit(code)
 
 
-def _run_sessions(drivers: list[Driver]) -> None:
-    """Run each session's request stream (one thread per session when there are several).
+def _run_sessions(drivers: list[Driver], ready: Callable[[list[dict[str, Any]]], None]) -> None:
+    """Load, then run, each session's driver in one thread of its own (the calling thread when there
+    is one session), so that what a GPU library keeps per thread (cuBLAS handles, the kernels a first
+    call selects) is set up by the session's load and its priming, not by its first request. Loads
+    take turns. ``ready`` gets what each session loaded once all have, in the calling thread and
+    before any request (it may raise AppStopped: then no request runs).
 
     Re-raises the first session's error; AppStopped when a session was stopped and none failed.
     """
     if len(drivers) == 1:
+        ready([drivers[0].load()])
         drivers[0].run()
         return
-    errors: list[BaseException | None] = [None] * len(drivers)
+    n = len(drivers)
+    loaded: list[dict[str, Any]] = [{} for _ in range(n)]
+    errors: list[BaseException | None] = [None] * n
+    turn = threading.Lock()
+    all_loaded = threading.Barrier(n + 1)
+    go, abort = threading.Event(), threading.Event()
 
     def session(k: int) -> None:
         try:
-            drivers[k].run()
+            with turn:
+                if abort.is_set():
+                    return
+                loaded[k] = drivers[k].load()
+            all_loaded.wait()
+            go.wait()
+            if not abort.is_set():
+                drivers[k].run()
+        except threading.BrokenBarrierError:
+            return
         except BaseException as exc:
             errors[k] = exc
+            if not go.is_set():  # a failed load stops the others; a failed run leaves them running
+                abort.set()
+                all_loaded.abort()
 
-    threads = [threading.Thread(target=session, args=(k,), name=f"session-{k}") for k in range(len(drivers))]
+    threads = [threading.Thread(target=session, args=(k,), name=f"session-{k}") for k in range(n)]
     for t in threads:
         t.start()
+    try:
+        all_loaded.wait()
+        ready(loaded)
+    except threading.BrokenBarrierError:
+        abort.set()  # a session failed to load: its error is raised below
+    except BaseException:
+        abort.set()
+        go.set()
+        for t in threads:
+            t.join()
+        raise
+    go.set()
     for t in threads:
         t.join()
     failures = [(k, e) for k, e in enumerate(errors) if e is not None and not isinstance(e, AppStopped)]

@@ -222,7 +222,8 @@ class CaptionsDriver(Driver):
 
         A captioning app is started before the speaker talks: the backend's one-off start-up (CUDA
         context, kernel selection: ~1.9 s on an H200 against ~0.13 s a chunk) is paid here, at load,
-        and not by the first caption.
+        and not by the first caption. The runner loads each session in the thread that then runs it,
+        so what CUDA libraries keep per thread is set up here too.
         """
         import numpy as np
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from benchmarks.apps.base import AppStopped
 from benchmarks.results import ResultDocument
-from benchmarks.runner import PreflightError, run_workflow
+from benchmarks.runner import PreflightError, _run_sessions, run_workflow
 from benchmarks.spec import load_yaml
 
 
@@ -281,3 +283,58 @@ def test_app_process_entry_does_not_load_numpy() -> None:
     code = "import sys, benchmarks.runner, benchmarks.apps; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class ThreadProbe:
+    """A stand-in driver that notes the thread of each call (the session threading is under test)."""
+
+    def __init__(self, log: list[tuple[str, int, int]], k: int, fail: str | None = None) -> None:
+        self.log, self.k, self.fail = log, k, fail
+
+    def load(self) -> dict[str, Any]:
+        self.log.append(("load", self.k, threading.get_ident()))
+        if self.fail == "load":
+            raise ValueError("no such model")
+        return {"model": f"m{self.k}"}
+
+    def run(self) -> None:
+        self.log.append(("run", self.k, threading.get_ident()))
+
+
+def test_each_session_loads_and_runs_in_its_own_thread_and_requests_wait_for_every_load() -> None:
+    log: list[tuple[str, int, int]] = []
+    drivers = [ThreadProbe(log, k) for k in range(3)]
+    seen: list[list[dict[str, Any]]] = []
+
+    def ready(loaded: list[dict[str, Any]]) -> None:
+        seen.append(loaded)
+        log.append(("ready", -1, threading.get_ident()))
+
+    _run_sessions(drivers, ready)
+    assert seen == [[{"model": "m0"}, {"model": "m1"}, {"model": "m2"}]]
+    kinds = [kind for kind, _, _ in log]
+    assert kinds.index("ready") == 3 and sorted(kinds[:3]) == ["load"] * 3 and kinds[4:].count("run") == 3
+    threads = {k: {t for kind, j, t in log if j == k} for k in range(3)}
+    assert all(len(t) == 1 for t in threads.values())  # load and run of a session: one thread
+    assert len(set().union(*threads.values())) == 3 and threading.get_ident() not in set().union(
+        *threads.values()
+    )
+
+
+def test_a_session_that_fails_to_load_fails_the_node_before_any_request() -> None:
+    log: list[tuple[str, int, int]] = []
+    drivers = [ThreadProbe(log, 0), ThreadProbe(log, 1, fail="load")]
+    with pytest.raises(RuntimeError, match="session 1: ValueError: no such model"):
+        _run_sessions(drivers, lambda loaded: None)
+    assert "run" not in [kind for kind, _, _ in log]
+
+
+def test_a_stop_while_waiting_to_start_runs_no_request() -> None:
+    log: list[tuple[str, int, int]] = []
+
+    def stopped(loaded: list[dict[str, Any]]) -> None:
+        raise AppStopped
+
+    with pytest.raises(AppStopped):
+        _run_sessions([ThreadProbe(log, 0), ThreadProbe(log, 1)], stopped)
+    assert [kind for kind, _, _ in log] == ["load", "load"]
