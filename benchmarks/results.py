@@ -105,6 +105,11 @@ class RunTelemetry(WindowTelemetry):
     gpu_memory_peak_bytes: int | None
 
 
+class ServingTelemetry(WindowTelemetry):
+    active_from_s: float = Field(description="start of the first counted request of any application")
+    active_to_s: float = Field(description="end of the last counted request of any application")
+
+
 class ApplicationTelemetry(WindowTelemetry):
     active_from_s: float | None = Field(description="start of the first counted request")
     active_to_s: float | None = Field(description="end of the last counted request")
@@ -126,6 +131,9 @@ class TelemetryResult(_Strict):
     error: str | None
     sources: dict[str, TelemetrySource]
     run: RunTelemetry
+    serving: ServingTelemetry | None = Field(
+        None, description="while any application served counted requests (model loads left out)"
+    )
     applications: dict[str, ApplicationTelemetry]
 
 

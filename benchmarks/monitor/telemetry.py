@@ -249,14 +249,17 @@ class TelemetryRecorder:
         run = self.window(0.0 if run_end is not None else None, run_end, total_requests)
         gpu_peaks = [p for s in self._find("nvml", "mem_used_bytes", _GPU) if (p := s.max()) is not None]
         run["gpu_memory_peak_bytes"] = int(sum(gpu_peaks)) if gpu_peaks else None
+        span = active_span(applications)
+        serving = None
+        if span is not None:
+            serving = {**self.window(*span, total_requests), "active_from_s": span[0], "active_to_s": span[1]}
         apps = {}
         for app in applications:
             name = str(app["name"])
             rows = _counted(app)
-            start = min((float(r["start"]) for r in rows), default=None)
-            end = max((float(r["end"]) for r in rows), default=None)
-            summary = self.window(start, end, len(rows)) if start is not None else _empty_window()
-            summary["active_from_s"], summary["active_to_s"] = start, end
+            own = active_span([app])
+            summary = self.window(*own, len(rows)) if own is not None else _empty_window()
+            summary["active_from_s"], summary["active_to_s"] = own or (None, None)
             gpu_mem = [
                 m for s in self._find("nvml", "gpu_mem_bytes", f"app:{name}") if (m := s.max()) is not None
             ]
@@ -264,9 +267,7 @@ class TelemetryRecorder:
             cpu = self._find("psutil", "cpu_percent", f"app:{name}")
             # Each CPU% row is the share since the previous one, hence the interval-weighted mean.
             summary["cpu_percent_mean"] = (
-                cpu[0].interval_mean(start, end)
-                if cpu and start is not None and end is not None
-                else (cpu[0].mean() if cpu else None)
+                cpu[0].interval_mean(*own) if cpu and own is not None else (cpu[0].mean() if cpu else None)
             )
             rss = self._find("psutil", "rss_bytes", f"app:{name}")
             peak = rss[0].max() if rss else None
@@ -280,6 +281,7 @@ class TelemetryRecorder:
             "error": self.error,
             "sources": sources,
             "run": run,
+            "serving": serving,
             "applications": apps,
         }
 
@@ -312,6 +314,15 @@ def _empty_window() -> dict[str, Any]:
             "cpu_energy_per_request_j",
         )
     }
+
+
+def active_span(applications: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """Return when the applications served: the first counted request's start to the last one's end
+    (run seconds), or None when none was counted."""
+    rows = [r for app in applications for r in _counted(app)]
+    if not rows:
+        return None
+    return min(float(r["start"]) for r in rows), max(float(r["end"]) for r in rows)
 
 
 def _counted(app: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -432,23 +432,14 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
     return out
 
 
-def serving_window(result: Mapping[str, Any]) -> tuple[float, float] | None:
-    """Return (start, end) of a run's serving time: first counted request's start to last one's end."""
-    from benchmarks.metrics import counted
-
-    rows = [r for app in result["applications"] for r in counted(app["requests"])]
-    if not rows:
-        return None
-    return min(float(r["start"]) for r in rows), max(float(r["end"]) for r in rows)
-
-
 def _run_figures(result: Mapping[str, Any], bundle: Path) -> dict[str, Any]:
-    """Return one run's figures; SM activity over its serving time, read back from its telemetry."""
-    from benchmarks.monitor.telemetry import TelemetryRecorder
+    """Return one run's figures; SM activity while serving read back from its telemetry (bundles
+    written before the result had ``telemetry.serving`` have the samples, not the figure)."""
+    from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
 
     run = (result.get("telemetry") or {}).get("run") or {}
-    window = serving_window(result)
-    serving = TelemetryRecorder.load(bundle).window(*window, 1) if window else {}
+    span = active_span(result["applications"])
+    serving = TelemetryRecorder.load(bundle).window(*span, 1) if span else {}
     return {
         "bundle": bundle.name,
         "mean_attainment": result["mean_attainment"],
@@ -640,7 +631,7 @@ HAND_WRITTEN_MARKER = "<!-- Written by hand below this line: summarize keeps it 
 
 def write_plots(study: Study, summary: Mapping[str, Any], md_path: Path) -> list[str]:
     """Write the study's SVG plots beside the Markdown; return their file names."""
-    from benchmarks.monitor.telemetry import TelemetryRecorder
+    from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
     from benchmarks.study.plots import attainment_svg, sm_activity_svg
 
     state = State(study.state_dir)
@@ -652,7 +643,7 @@ def write_plots(study: Study, summary: Mapping[str, Any], md_path: Path) -> list
             result, bundle = runs[0]
             series, _ = TelemetryRecorder.load(bundle).sm_activity()
             if series is not None:
-                timelines[scheduler] = (list(series.t), list(series.v), serving_window(result))
+                timelines[scheduler] = (list(series.t), list(series.v), active_span(result["applications"]))
     plots = {
         f"{md_path.stem}-attainment.svg": attainment_svg(summary["workflows"], SCHEDULERS),
         f"{md_path.stem}-sm-activity.svg": sm_activity_svg(timelines) if timelines else None,

@@ -291,11 +291,14 @@ def page_metrics(*, run: Run) -> list[str]:
 
 
 def telemetry_rows(*, run: Run) -> list[dict[str, Any]]:
-    """Return the monitor's summaries from the result: the whole run, then each application."""
+    """Return the monitor's summaries from the result: the whole run, while serving, then each
+    application."""
     telemetry = (run.result or {}).get("telemetry") or {}
     rows = []
     if telemetry.get("run"):
         rows.append({"window": "whole run", **telemetry["run"]})
+    if telemetry.get("serving"):
+        rows.append({"window": "serving (any application)", **telemetry["serving"]})
     for name, values in (telemetry.get("applications") or {}).items():
         rows.append({"window": name, **values})
     return rows

@@ -136,6 +136,10 @@ def test_window_summaries_use_counter_differences_and_the_best_sm_activity_sourc
     assert gen["gpu_energy_per_request_j"] == pytest.approx(375.0)  # warm-up requests do not count
     assert gen["sm_activity_mean_pct"] == pytest.approx(90.0) and gen["sm_activity_source"] == "gpm"
     assert gen["gpu_memory_peak_bytes"] == 512 * 2**20 + 10
+    serving = out["serving"]  # every application's counted requests: here only gen's
+    assert (serving["active_from_s"], serving["active_to_s"]) == (6.0, 8.5)
+    assert serving["gpu_energy_j"] == pytest.approx(gen["gpu_energy_j"])
+    assert recorder.result([{"name": "gen", "requests": []}], run_end=10.0)["serving"] is None
     run = out["run"]
     assert run["gpu_energy_j"] == pytest.approx(2000.0)
     assert run["sm_activity_mean_pct"] == pytest.approx(50.0)

@@ -56,6 +56,17 @@ def test_result_page_numbers_are_the_engines(finished_run: Run) -> None:
     assert f"{chat.metrics['e2e']['p50']:.4f}" in html
 
 
+def test_the_device_table_has_the_whole_run_the_serving_window_and_each_application(
+    finished_run: Run,
+) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    table = html[html.index('id="telemetry-table"') :]
+    windows = re.findall(r"<tr><td>([^<]+)</td>", table[: table.index("</table>")])
+    assert windows == ["whole run", "serving (any application)", "chat", "spin"]
+    serving = finished_run.result["telemetry"]["serving"]
+    assert serving["active_from_s"] < serving["active_to_s"] <= finished_run.result["makespan_s"]
+
+
 def test_downloads_serve_result_json_yaml_and_bundle_csvs(finished_run: Run) -> None:
     client = Client()
     document = json.loads(client.get(f"/runs/{finished_run.pk}/result.json").content)
