@@ -37,6 +37,7 @@ from benchmarks.spec import Application, Workflow, to_dict
 POLL_S = 0.05
 SCHEMA_VERSION = 1
 TERMINAL = ("succeeded", "failed", "stopped", "skipped")
+TIME_LIMIT_REASON = "time limit of {:g} s exceeded"  # a run's reason when its time limit stopped it
 
 
 class RunSink(Protocol):
@@ -235,7 +236,7 @@ class _Run:
                 if self.cancel():
                     self._abort("cancelled", "run cancelled")
                 elif self.time_limit_s is not None and clock.now() - self.t0 > self.time_limit_s:
-                    self._abort("failed", f"time limit of {self.time_limit_s:g} s exceeded")
+                    self._abort("failed", TIME_LIMIT_REASON.format(self.time_limit_s))
             if self.status == "completed":
                 self._start_ready(plans)
                 self._stop_background_if_done()

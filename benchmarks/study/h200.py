@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import shutil
 import sys
 import time
 import traceback
@@ -305,8 +306,13 @@ def workflow_of(study: Study, step: Step) -> Workflow:
 
 
 def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str, Any]:
-    """Run one step, write its bundle under the state folder; return its state entry."""
-    from benchmarks.runner import PreflightError, run_workflow
+    """Run one step, write its bundle under the state folder; return its state entry.
+
+    A run cut by a ``limit_s`` below the study's own ``RUN_LIMIT_S`` (the time left in the device call)
+    is no measurement: its bundle is deleted, nothing is recorded, the step stays pending and runs again
+    in the next call; the entry returned says ``cut``.
+    """
+    from benchmarks.runner import TIME_LIMIT_REASON, PreflightError, run_workflow
     from benchmarks.schedulers.base import SchedulerError
 
     bundle = Path(step.key.replace("/", "-"))
@@ -317,6 +323,11 @@ def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str
         result = run_workflow(
             workflow, scheduler=step.scheduler, out_dir=state.dir / bundle, time_limit_s=limit_s
         )
+        if limit_s < RUN_LIMIT_S[study.profile] and result["reason"] == TIME_LIMIT_REASON.format(limit_s):
+            shutil.rmtree(state.dir / bundle, ignore_errors=True)
+            entry.update(status="cut", error="cut by the time left in this call; it runs again in the next")
+            entry["wall_s"] = round(now() - started, 1)
+            return entry
         write_bundle(result, state.dir / bundle)
         entry.update(bundle=str(bundle), status=result["status"], mean_attainment=result["mean_attainment"])
         failed = [
@@ -388,6 +399,8 @@ def run_study(study: Study, budget_s: float, log: Any = None) -> int:
         entry = run_step(study, state, step, min(RUN_LIMIT_S[study.profile], left))
         line = f"   {entry['status']} in {entry['wall_s']} s, mean attainment {entry.get('mean_attainment')}"
         print(line + (f"; {entry['error']}" if entry.get("error") else ""), file=log, flush=True)
+        if entry["status"] == "cut":
+            return len(pending)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ from xml.etree import ElementTree
 import pytest
 
 from benchmarks.metrics import application_metrics
+from benchmarks.runner import TIME_LIMIT_REASON
 from benchmarks.spec import from_dict, parse_slo
 from benchmarks.study.h200 import (
     HAND_WRITTEN_MARKER,
     KNEE,
+    RUN_LIMIT_S,
     SMOKE_LEVELS,
     State,
     Step,
@@ -21,7 +23,10 @@ from benchmarks.study.h200 import (
     main,
     only_node,
     plan,
+    prepare_models,
+    run_step,
     summarize,
+    workflow_of,
     write_summary,
 )
 
@@ -141,6 +146,24 @@ def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models(tmp_p
 def test_a_call_without_the_budget_for_a_step_runs_nothing_and_says_so(tmp_path, capsys):
     assert main(["run", "--cpu-smoke", "--state", str(tmp_path), "--budget-s", "1"]) == 3
     assert "call again" in capsys.readouterr().out and not (tmp_path / "state.json").exists()
+
+
+@pytest.mark.models
+def test_a_run_cut_by_the_calls_time_is_dropped_but_one_past_the_run_limit_is_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    study = Study(tmp_path / "state", smoke=True)
+    state = State(study.state_dir)
+    step = next(plan(study, state))
+    prepare_models(workflow_of(study, step))
+    cut = run_step(study, state, step, 0.5)
+    assert cut["status"] == "cut" and "runs again" in cut["error"]
+    assert state.get(step) is None and not (study.state_dir / step.key.replace("/", "-")).exists()
+    monkeypatch.setitem(RUN_LIMIT_S, "smoke", 0.5)
+    failed = run_step(study, state, step, 0.5)
+    assert failed["status"] == "failed" and state.get(step) == failed
+    assert json.loads((study.state_dir / failed["bundle"] / "result.json").read_text())["reason"] == (
+        TIME_LIMIT_REASON.format(0.5)
+    )
 
 
 @pytest.mark.models
