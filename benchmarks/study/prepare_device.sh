@@ -2,7 +2,7 @@
 # Prepares .device/ here (ignored by git) with what the H200 study must carry to the device machine:
 # the wheels its Python 3.12 lacks and llama-cpp-python's source without the parts a CUDA build with
 # tools, examples and tests off never reads (vendor/llama.cpp/{models,docs,benches} as in issue 7's
-# recipe, plus tests, examples, pocs and the other GPU backends, which CMake only enters when they are
+# recipe, plus tests, examples, pocs, the git history and the other GPU backends, which CMake only enters when they are
 # switched on), which device.sh builds there once. Everything carried, the working tree included, must
 # stay under 64 MiB.
 #   bash benchmarks/study/prepare_device.sh
@@ -31,6 +31,8 @@ trap 'rm -rf "$work"' EXIT
 tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
 src=$(find "$work" -maxdepth 1 -type d -name 'llama_cpp_python-*')
 rm -rf "$src"/vendor/llama.cpp/{models,docs,benches,tests,examples,pocs}
+# The sdist carries its git history (a 38 MB pack): llama.cpp's build-info falls back to "unknown" without it.
+rm -rf "$src/.git" "$src/vendor/llama.cpp/.git"
 for backend in cann et hexagon hip metal musa opencl openvino sycl virtgpu vulkan webgpu zdnn zendnn; do
   rm -rf "$src/vendor/llama.cpp/ggml/src/ggml-$backend"
 done
