@@ -12,7 +12,8 @@
 #      the random Llama GGUF files they load (3B: 6.4 GB) are written into results/h200-study/cache
 #      in step 2, while llama.cpp compiles;
 #   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
-#   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT.
+#   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT; step 4
+#      rewrites that archive after every step, so a call killed at its limit still gives back its steps.
 # If the machine went cold between calls, commit the last fetched h200-study-gpu.tar.gz (it is
 # carried with the working tree) and set STUDY_FROM to its path: a call that finds no state extracts
 # it first, so the study resumes where it was (the wheel is rebuilt). STUDY_REPEATS=N (default 1)
@@ -70,7 +71,8 @@ if [ -n "${STUDY_MONITOR_COST:-}" ]; then
 fi
 
 log "4. study steps"
-python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS))
+python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS)) \
+  --archive "$OUT/h200-study-gpu.tar.gz"
 status=$?
 
 if [ "$status" -eq 0 ]; then
@@ -81,7 +83,6 @@ fi
 
 log "6. copy to \$OUT"
 python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
-# One archive: the device gives back at most 8 files; images stay behind (result.json keeps their paths).
-tar czf "$OUT/h200-study-gpu.tar.gz" --exclude='*.png' -C "$ROOT" gpu
+python3 -m benchmarks.study.h200 archive --state "$ROOT/gpu" --archive "$OUT/h200-study-gpu.tar.gz"
 log "done (status $status: 0 complete, 3 steps pending: call again)"
 exit "$status"

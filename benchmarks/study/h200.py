@@ -26,6 +26,7 @@ import copy
 import json
 import shutil
 import sys
+import tarfile
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -371,8 +372,25 @@ def prepare_all(study: Study) -> list[str]:
     return sorted(names)
 
 
-def run_study(study: Study, budget_s: float, log: Any = None) -> int:
-    """Run the pending steps that fit in ``budget_s``; return how many steps are still pending."""
+def write_archive(state_dir: Path, path: Path) -> None:
+    """Write the state and the bundles, without images, as one tar.gz (top folder: the state folder's name).
+
+    Written beside and renamed, so a reader never sees half an archive; the device gives back at most
+    8 files, and result.json keeps the images' paths.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        tar.add(state_dir, arcname=state_dir.name, filter=lambda i: None if i.name.endswith(".png") else i)
+    tmp.replace(path)
+
+
+def run_study(study: Study, budget_s: float, log: Any = None, archive: Path | None = None) -> int:
+    """Run the pending steps that fit in ``budget_s``; return how many steps are still pending.
+
+    With ``archive``, the state is archived there after every recorded step (a call killed at its
+    limit still gives back what it ran).
+    """
     log = log or sys.stdout
     state = State(study.state_dir)
     started = now()
@@ -401,6 +419,8 @@ def run_study(study: Study, budget_s: float, log: Any = None) -> int:
         print(line + (f"; {entry['error']}" if entry.get("error") else ""), file=log, flush=True)
         if entry["status"] == "cut":
             return len(pending)
+        if archive is not None:
+            write_archive(study.state_dir, archive)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -700,12 +720,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.study.h200", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("command", choices=("run", "summarize", "plan", "prepare"))
+    parser.add_argument("command", choices=("run", "summarize", "plan", "prepare", "archive"))
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny models on this CPU, end to end")
     parser.add_argument("--state", type=Path, help="state and bundles (default results/h200-study/<profile>)")
     parser.add_argument("--budget-s", type=float, default=510.0, help="run: stop before exceeding this")
     parser.add_argument(
         "--repeats", type=int, default=1, help="run/plan: runs of each workflow under each scheduler (>= 1)"
+    )
+    parser.add_argument(
+        "--archive", type=Path, help="run: archive the state here after each step; archive: where to"
     )
     parser.add_argument("--json", type=Path, help="summarize: summary JSON (default docs/results/...)")
     parser.add_argument("--md", type=Path, help="summarize: summary Markdown (default docs/results/...)")
@@ -735,9 +758,14 @@ def _command(args: argparse.Namespace, study: Study) -> int:
         for name in prepare_all(study):
             print(f"{name}@random ready")
         return 0
+    if args.command == "archive":
+        if args.archive is None:
+            raise StudyError("archive needs --archive PATH")
+        write_archive(study.state_dir, args.archive)
+        return 0
     if args.command == "run":
         t = time.monotonic()
-        pending = run_study(study, args.budget_s)
+        pending = run_study(study, args.budget_s, archive=args.archive)
         print(f"({time.monotonic() - t:.0f} s in this call)")
         return 3 if pending else 0
     default = Path("docs/results") if not args.cpu_smoke else study.state_dir

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tarfile
 from xml.etree import ElementTree
 
 import pytest
@@ -148,6 +149,29 @@ def test_a_call_without_the_budget_for_a_step_runs_nothing_and_says_so(tmp_path,
     assert "call again" in capsys.readouterr().out and not (tmp_path / "state.json").exists()
 
 
+def test_the_archive_holds_the_state_and_bundles_without_images_and_replaces_the_last(tmp_path):
+    state = State(tmp_path / "gpu")
+    fake_result(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    (state.dir / "mix-sweep-L0-greedy" / "image-0.png").write_bytes(b"png")
+    archive = tmp_path / "out" / "h200-study-gpu.tar.gz"
+    archive.parent.mkdir()
+    archive.write_bytes(b"an older archive")
+    assert main(["archive", "--state", str(state.dir), "--archive", str(archive)]) == 0
+    with tarfile.open(archive) as tar:
+        assert sorted(tar.getnames()) == [
+            "gpu",
+            "gpu/mix-sweep-L0-greedy",
+            "gpu/mix-sweep-L0-greedy/result.json",
+            "gpu/state.json",
+        ]
+    assert [p.name for p in archive.parent.iterdir()] == [archive.name]
+
+
+def test_archive_without_a_path_says_what_is_missing(tmp_path, capsys):
+    assert main(["archive", "--state", str(tmp_path)]) == 2
+    assert "archive needs --archive PATH" in capsys.readouterr().err
+
+
 @pytest.mark.models
 def test_a_run_cut_by_the_calls_time_is_dropped_but_one_past_the_run_limit_is_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
@@ -172,9 +196,14 @@ def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shap
     state = tmp_path / "state"
     assert main(["prepare", "--cpu-smoke", "--state", str(state)]) == 0
     assert [p.name for p in (tmp_path / "cache" / "models").glob("*.gguf")] == ["llama-tiny@random-v1.gguf"]
-    assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
-    # Every step is recorded: a second call has nothing left to do.
+    archive = tmp_path / "out" / "h200-study-gpu.tar.gz"
+    run = ["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]
+    assert main([*run, "--archive", str(archive)]) == 0
+    # Every step is recorded, and archived as it was recorded: a second call has nothing left to do.
     steps = json.loads((state / "state.json").read_text())["steps"]
+    with tarfile.open(archive) as tar:
+        state_file = tar.extractfile("state/state.json")
+        assert state_file is not None and json.loads(state_file.read())["steps"] == steps
     assert main(["run", "--cpu-smoke", "--state", str(state), "--budget-s", "400"]) == 0
     assert json.loads((state / "state.json").read_text())["steps"] == steps
     md = tmp_path / "out.md"
