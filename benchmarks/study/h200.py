@@ -11,7 +11,9 @@ The study is a list of steps whose results are kept in ``<state>/state.json`` wi
 step, so it runs in pieces: ``run --budget-s S`` runs the pending steps that fit in S seconds and stops
 (the device allows 10 minutes a command; calling it again continues). ``prepare`` writes the random
 GGUF files the steps load beforehand (device.sh runs it while llama.cpp compiles). ``summarize`` writes
-the summary (``schedulers-h200.json`` in issue 7's shape, and ``schedulers-h200.md``). ``--cpu-smoke``
+the summary (``schedulers-h200.json`` in issue 7's shape, and ``schedulers-h200.md``). ``archive
+--archive P`` writes the state and the bundles (no images) to the tar.gz P, as ``run --archive P`` does
+after every step. ``--cpu-smoke``
 runs the same pipeline on this machine's CPU with the tiny models (llama-tiny, sd3-tiny, whisper-tiny;
 a 4 s clip) so that a GPU session meets only GPU problems:
 
