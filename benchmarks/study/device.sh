@@ -84,5 +84,5 @@ fi
 log "6. copy to \$OUT"
 python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
 python3 -m benchmarks.study.h200 archive --state "$ROOT/gpu" --archive "$OUT/h200-study-gpu.tar.gz"
-log "done (status $status: 0 complete, 3 steps pending: call again)"
+log "done (exit $status; 0: the study is complete, 3: steps pending, call again)"
 exit "$status"
