@@ -6,6 +6,10 @@ streams, higher resolution) until greedy's mean SLO attainment falls below ``KNE
 knee; the last level when it never does). At the knee it runs each application alone (its solo
 baseline) and the mix under credit and partition. Workflow (b) ``workflows/content-creation.yml`` (the
 content-creation DAG) runs at the same level: each node alone, then the DAG under every scheduler.
+Then credit and partition find their own break levels on the mix (the first level where a scheduler's
+mean attainment falls below ``KNEE``) by walking from the knee, up while they meet it and down while
+they do not; each application runs alone at a break level above the knee (whether the load itself,
+not the sharing, is too much there).
 
 The study is a list of steps whose results are kept in ``<state>/state.json`` with one result bundle per
 step, so it runs in pieces: ``run --budget-s S`` runs the pending steps that fit in S seconds and stops
@@ -197,7 +201,7 @@ class Step:
     """One run of the study: a workflow (or one of its nodes alone) at a level under a scheduler."""
 
     workflow: str
-    kind: str  # "sweep" (greedy, finding the knee), "solo" (one node alone), "mix" (all nodes)
+    kind: str  # "sweep" (the mix at a level, finding a break), "solo" (one node alone), "mix" (all nodes)
     level: str
     scheduler: str
     node: str | None = None
@@ -270,6 +274,76 @@ def knee(study: Study, state: State) -> Level | None:
     return study.levels[-1]
 
 
+def sweep_step(scheduler: str, level: str, knee_level: str) -> Step:
+    """Return the run of the mix under a scheduler at a level in that scheduler's sweep: at greedy's knee,
+    the other schedulers' first run of the mix (one run serves both)."""
+    if scheduler != "greedy" and level == knee_level:
+        return Step("mix", "mix", level, scheduler)
+    return Step("mix", "sweep", level, scheduler)
+
+
+@dataclass
+class Sweep:
+    """One scheduler's sweep of the mix's levels so far."""
+
+    measured: list[tuple[Level, Step]]  # the levels run, lowest first
+    next: Step | None = None  # the step to run next; None when the sweep has ended
+    breaks_at: Level | None = None  # the first level whose mean attainment fell below KNEE
+    ended: str | None = None  # the level that could not run or had a failed application, and why
+
+
+def scheduler_sweep(study: Study, state: State, scheduler: str, knee_level: str) -> Sweep:
+    """Walk a scheduler's sweep one level at a time from greedy's knee (greedy's own from the first
+    level): upward while it meets ``KNEE`` (its break level is the first that does not), downward while
+    it does not (its break level is the lowest that does not; attainment is taken to fall as the load
+    grows). A level that failed (a broken measurement, not an SLO miss) ends the walk."""
+    sweep = Sweep([])
+    # Greedy's walk is the sweep that found the knee: from the first level up.
+    start = 0 if scheduler == "greedy" else [lv.name for lv in study.levels].index(knee_level)
+
+    def measure(index: int) -> float | None:
+        """Return the level's mean attainment; None when the walk stops there (pending or failed)."""
+        level = study.levels[index]
+        step = sweep_step(scheduler, level.name, knee_level)
+        entry = state.get(step)
+        if entry is None:
+            sweep.next = step
+            return None
+        result = state.result(step)
+        attainment = result.get("mean_attainment") if result else None
+        if result is None or attainment is None or entry.get("error"):
+            sweep.ended = f"{level.name}: {entry.get('error') or 'no attainment'}"
+            return None
+        sweep.measured.insert(0 if index < start else len(sweep.measured), (level, step))
+        return float(attainment)
+
+    at_knee = measure(start)
+    if at_knee is None:
+        return sweep
+    if at_knee >= KNEE:
+        for index in range(start + 1, len(study.levels)):
+            attainment = measure(index)
+            if attainment is None:
+                return sweep
+            if attainment < KNEE:
+                sweep.breaks_at = study.levels[index]
+                return sweep
+        return sweep
+    for index in range(start - 1, -1, -1):
+        attainment = measure(index)
+        if attainment is None:
+            return sweep
+        if attainment >= KNEE:
+            sweep.breaks_at = study.levels[index + 1]
+            return sweep
+    sweep.breaks_at = study.levels[0]
+    return sweep
+
+
+def _index(study: Study, level: Level) -> int:
+    return [lv.name for lv in study.levels].index(level.name)
+
+
 def plan(study: Study, state: State) -> Iterator[Step]:
     """Yield the study's steps in order, up to the first sweep step not run yet while the knee is unknown."""
     found = knee(study, state)
@@ -290,6 +364,18 @@ def plan(study: Study, state: State) -> Iterator[Step]:
             if name == "mix" and scheduler == "greedy":
                 continue  # the sweep ran it at this level
             yield Step(name, "mix", found.name, scheduler)
+    # The other schedulers' break levels (greedy's is the knee), each application alone at those above it.
+    above: list[Level] = []
+    for scheduler in SCHEDULERS[1:]:
+        sweep = scheduler_sweep(study, state, scheduler, found.name)
+        for step in [step for _, step in sweep.measured] + ([sweep.next] if sweep.next else []):
+            if step.level != found.name:  # the knee's run is the mix step above
+                yield step
+        if sweep.breaks_at and _index(study, sweep.breaks_at) > _index(study, found):
+            above += [sweep.breaks_at] if sweep.breaks_at not in above else []
+    for level in above:
+        for node in to_dict(load_file(WORKFLOWS["mix"]))["workflows"]:
+            yield Step("mix", "solo", level.name, "greedy", node)
     # Repeats come last, so that a study short of device time still has every figure once; greedy and
     # credit (the comparison the study is for) before partition.
     for repeat in range(2, study.repeats + 1):
@@ -561,23 +647,38 @@ def summarize(study: Study) -> dict[str, Any]:
             platform = platform or (runs[0][0]["platform"] if runs else None)
             per[scheduler] = _scheduler_summary(runs, solos, errors)
         workflows[name] = per
-    sweep = []
-    for lv in study.levels:
-        result = state.result(Step("mix", "sweep", lv.name, "greedy"))
-        if result is not None:
+    sweep: list[dict[str, Any]] = []
+    breaks: dict[str, Any] = {}
+    for scheduler in SCHEDULERS:
+        walk = scheduler_sweep(study, state, scheduler, level.name)
+        for lv, step in walk.measured:
+            result = state.result(step) or {}
+            alone = {}
+            for node in to_dict(load_file(WORKFLOWS["mix"]))["workflows"]:
+                solo = state.result(Step("mix", "solo", lv.name, "greedy", node))
+                if solo and solo["applications"]:
+                    alone[node] = solo["applications"][0]["slo_attainment"]
             sweep.append(
                 {
                     "level": lv.name,
                     "load": lv.description,
+                    "scheduler": scheduler,
                     "mean_attainment": result["mean_attainment"],
                     "apps": {a["name"]: a["slo_attainment"] for a in result["applications"]},
+                    "alone": alone,
                 }
             )
+        breaks[scheduler] = {
+            "level": walk.breaks_at.name if walk.breaks_at else None,
+            "pending": walk.next.key if walk.next else None,
+            "ended": walk.ended,
+        }
     return {
         "platform": platform,
         "workflows": workflows,
         "level": {"name": level.name, "load": level.description, "knee_below": KNEE},
         "sweep": sweep,
+        "breaks": breaks,
     }
 
 
@@ -592,6 +693,21 @@ def _num(x: float | None, fmt: str = "{:.1f}") -> str:
 def _runs(values: Sequence[float | None], fmt: Any = _pct) -> str:
     """Return ' (a, b)': each run's figure, when there was more than one run."""
     return f" ({', '.join(fmt(v) for v in values)})" if len(values) > 1 else ""
+
+
+def _breaks(breaks: Mapping[str, Mapping[str, Any]], below: float) -> str:
+    """Return 'greedy L1, credit L2, ...': each scheduler's break level, or why there is none."""
+    parts = []
+    for scheduler, b in breaks.items():
+        if b["level"]:
+            parts.append(f"{scheduler} {b['level']}")
+        elif b["pending"]:
+            parts.append(f"{scheduler} not known yet ({b['pending']} to run)")
+        elif b["ended"]:
+            parts.append(f"{scheduler} none before its sweep ended ({b['ended']})")
+        else:
+            parts.append(f"{scheduler} none (at or above {below:.0%} at every level)")
+    return ", ".join(parts)
 
 
 def render_markdown(summary: Mapping[str, Any], plots: Sequence[str], hand_written: str) -> str:
@@ -611,14 +727,25 @@ def render_markdown(summary: Mapping[str, Any], plots: Sequence[str], hand_writt
         "parentheses). Several runs: means of the runs' figures, each run's in parentheses; an",
         "application's attainment and latencies pool the requests of all runs.",
         "",
-        "## Load sweep (workflow mix, greedy)",
+        "## Load sweep (workflow mix)",
         "",
-        "| level | load | mean attainment | per application |",
-        "|---|---|---|---|",
+        "A scheduler's break level is the first level where its mean attainment on the mix (one run per",
+        f"level) falls below {summary['level']['knee_below']:.0%}. Greedy's is the knee, found from L0 "
+        "upward; credit and partition walk from the knee, up while they meet it and down while they do not. "
+        f"Break levels: {_breaks(summary['breaks'], summary['level']['knee_below'])}.",
+        "",
+        "| level | load | scheduler | mean attainment | per application (alone at that level) |",
+        "|---|---|---|---|---|",
     ]
     for row in summary["sweep"]:
-        apps = ", ".join(f"{k} {_pct(v)}" for k, v in row["apps"].items())
-        lines.append(f"| {row['level']} | {row['load']} | {_pct(row['mean_attainment'])} | {apps} |")
+        apps = ", ".join(
+            f"{k} {_pct(v)}" + (f" ({_pct(row['alone'][k])})" if k in row["alone"] else "")
+            for k, v in row["apps"].items()
+        )
+        lines.append(
+            f"| {row['level']} | {row['load']} | {row['scheduler']} "
+            f"| {_pct(row['mean_attainment'])} | {apps} |"
+        )
     for name, per in summary["workflows"].items():
         lines += [
             "",
@@ -706,7 +833,7 @@ def write_summary(study: Study, json_path: Path, md_path: Path) -> dict[str, Any
     # Issue 7's shape exactly; the sweep that chose the level goes beside it.
     json_path.write_text(json.dumps({k: summary[k] for k in ("platform", "workflows")}, indent=1) + "\n")
     sweep_path = json_path.with_name(f"{json_path.stem}-sweep.json")
-    sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep")}, indent=1) + "\n")
+    sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep", "breaks")}, indent=1) + "\n")
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text(render_markdown(summary, write_plots(study, summary, md_path), hand_written))
     return summary
@@ -774,7 +901,7 @@ def _command(args: argparse.Namespace, study: Study) -> int:
     summary = write_summary(
         study, args.json or default / "schedulers-h200.json", args.md or default / "schedulers-h200.md"
     )
-    print(json.dumps({k: summary[k] for k in ("level", "sweep")}, indent=1))
+    print(json.dumps({k: summary[k] for k in ("level", "breaks")}, indent=1))
     return 0
 
 

@@ -238,7 +238,9 @@ def test_cpu_smoke_runs_the_whole_study_and_writes_the_summary_in_the_issue_shap
             assert captions["slowdown_vs_solo"]["chunk"] > 0
     assert set(summary["workflows"]["mix"]["greedy"]["apps"]) == {"chat", "image", "captions"}
     sweep = json.loads((tmp_path / "out-sweep.json").read_text())
-    assert sweep["level"]["name"] in ("L0", "L1") and sweep["sweep"][0]["level"] == "L0"
+    assert sweep["level"]["name"] in ("L0", "L1")
+    assert (sweep["sweep"][0]["level"], sweep["sweep"][0]["scheduler"]) == ("L0", "greedy")
+    assert "no GPU to partition" in sweep["breaks"]["partition"]["ended"]
     text = md.read_text()
     assert "## Workflow mix" in text and "| greedy |" in text
     assert text.endswith("## How to run\n\nthe exact device calls\n")  # the hand-written part is kept
@@ -276,6 +278,69 @@ def run_result(state: State, step: Step, ttfts: list[float], error: str | None =
     (bundle / "telemetry" / "gpm.csv").write_text("t,entity,sm_activity_pct,sm_occupancy_pct\n" + rows)
     entry = {"bundle": bundle.name, "status": "completed", "wall_s": 1.0}
     state.put(step, entry | ({"error": error} if error else {}))
+
+
+def test_credit_and_partition_walk_from_the_knee_to_their_own_break_levels(tmp_path):
+    study, state = Study(tmp_path), State(tmp_path)
+    run_result(state, Step("mix", "sweep", "L0", "greedy"), [0.1])
+    run_result(state, Step("mix", "sweep", "L1", "greedy"), [0.1, 0.9])  # greedy's knee: L1
+    run_result(state, Step("mix", "mix", "L1", "credit"), [0.1])
+    run_result(state, Step("mix", "mix", "L1", "partition"), [0.9])
+    keys = [s.key for s in plan(study, state)]
+    # Credit meets the goal at the knee, so it walks up; partition misses, so it walks down.
+    assert keys[-2:] == ["mix/sweep/L2/credit", "mix/sweep/L0/partition"]
+    run_result(state, Step("mix", "sweep", "L2", "credit"), [0.1] * 19 + [0.9])  # 95 %: holds
+    run_result(state, Step("mix", "sweep", "L0", "partition"), [0.1])
+    assert [s.key for s in plan(study, state)][-3:] == [
+        "mix/sweep/L2/credit",
+        "mix/sweep/L3/credit",
+        "mix/sweep/L0/partition",
+    ]
+    run_result(state, Step("mix", "sweep", "L3", "credit"), [0.1, 0.9])
+    # Credit breaks above the knee: each application alone there says whether the load alone misses.
+    keys = [s.key for s in plan(study, state)]
+    assert keys[-3:] == ["mix/solo/L3/chat", "mix/solo/L3/image", "mix/solo/L3/captions"]
+    run_result(state, Step("mix", "solo", "L3", "greedy", "chat"), [0.9, 0.9])
+    summary = summarize(study)
+    assert summary["breaks"] == {
+        "greedy": {"level": "L1", "pending": None, "ended": None},
+        "credit": {"level": "L3", "pending": None, "ended": None},
+        "partition": {"level": "L1", "pending": None, "ended": None},
+    }
+    rows = [(r["scheduler"], r["level"], r["mean_attainment"], r["alone"]) for r in summary["sweep"]]
+    assert rows == [
+        ("greedy", "L0", 1.0, {}),
+        ("greedy", "L1", 0.5, {}),
+        ("credit", "L1", 1.0, {}),
+        ("credit", "L2", 0.95, {}),
+        ("credit", "L3", 0.5, {"chat": 0.0}),
+        ("partition", "L0", 1.0, {}),
+        ("partition", "L1", 0.0, {}),
+    ]
+
+
+def test_a_scheduler_that_misses_at_every_level_down_to_l0_breaks_at_l0_and_a_failed_level_ends_a_walk(
+    tmp_path,
+):
+    study, state = Study(tmp_path / "state"), State(tmp_path / "state")
+    run_result(state, Step("mix", "sweep", "L0", "greedy"), [0.1])
+    run_result(state, Step("mix", "sweep", "L1", "greedy"), [0.9])
+    run_result(state, Step("mix", "mix", "L1", "partition"), [0.9])
+    run_result(state, Step("mix", "sweep", "L0", "partition"), [0.1, 0.9])
+    run_result(state, Step("mix", "mix", "L1", "credit"), [0.1])
+    oom = {"status": "not run", "error": "CUDA out of memory", "wall_s": 9}
+    state.put(Step("mix", "sweep", "L2", "credit"), oom)
+    assert "mix/sweep/L3/credit" not in [s.key for s in plan(study, state)]
+    write_summary(study, tmp_path / "s.json", tmp_path / "s.md")
+    breaks = json.loads((tmp_path / "s-sweep.json").read_text())["breaks"]
+    assert breaks["partition"]["level"] == "L0"
+    assert breaks["credit"] == {"level": None, "pending": None, "ended": "L2: CUDA out of memory"}
+    text = (tmp_path / "s.md").read_text()
+    assert (
+        "Break levels: greedy L1, credit none before its sweep ended (L2: CUDA out of memory), partition L0."
+        in text
+    )
+    assert "| L0 | one user of each application | partition | 50 % | chat 50 % |" in text
 
 
 def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_serving(tmp_path):
