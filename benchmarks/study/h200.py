@@ -247,33 +247,6 @@ class StudyError(RuntimeError):
     """The study cannot go on (its first load level failed): nothing would be comparable."""
 
 
-def knee(study: Study, state: State) -> Level | None:
-    """Return the knee of the load sweep, or None while the sweep goes on.
-
-    The knee is the first level where greedy's mean attainment falls below ``KNEE``; a level that could
-    not run, or where an application failed (out of memory, a crash), ends the sweep at the level before
-    it: a failed application is a broken measurement, not an SLO miss. Raises StudyError when the first
-    level itself failed. The last level when none misses.
-    """
-    previous: Level | None = None
-    level: Level
-    for level in study.levels:
-        step = Step("mix", "sweep", level.name, "greedy")
-        if state.get(step) is None:
-            return None
-        result = state.result(step)
-        attainment = result.get("mean_attainment") if result else None
-        error = (state.get(step) or {}).get("error")
-        if result is None or attainment is None or error:
-            if previous is None:
-                raise StudyError(f"the first sweep level {level.name} failed: {error or 'no attainment'}")
-            return previous
-        if attainment < KNEE:
-            return level
-        previous = level
-    return study.levels[-1]
-
-
 def sweep_step(scheduler: str, level: str, knee_level: str) -> Step:
     """Return the run of the mix under a scheduler at a level in that scheduler's sweep: at greedy's knee,
     the other schedulers' first run of the mix (one run serves both)."""
@@ -289,7 +262,7 @@ class Sweep:
     measured: list[tuple[Level, Step]]  # the levels run, lowest first
     next: Step | None = None  # the step to run next; None when the sweep has ended
     breaks_at: Level | None = None  # the first level whose mean attainment fell below KNEE
-    ended: str | None = None  # the level that could not run or had a failed application, and why
+    failed: tuple[Level, str] | None = None  # the level that could not run or had a failed application, why
 
 
 def scheduler_sweep(study: Study, state: State, scheduler: str, knee_level: str) -> Sweep:
@@ -298,8 +271,8 @@ def scheduler_sweep(study: Study, state: State, scheduler: str, knee_level: str)
     it does not (its break level is the lowest that does not; attainment is taken to fall as the load
     grows). A level that failed (a broken measurement, not an SLO miss) ends the walk."""
     sweep = Sweep([])
-    # Greedy's walk is the sweep that found the knee: from the first level up.
-    start = 0 if scheduler == "greedy" else [lv.name for lv in study.levels].index(knee_level)
+    # Greedy's walk is the sweep that finds the knee: from the first level up.
+    start = 0 if scheduler == "greedy" else _index(study, knee_level)
 
     def measure(index: int) -> float | None:
         """Return the level's mean attainment; None when the walk stops there (pending or failed)."""
@@ -312,7 +285,7 @@ def scheduler_sweep(study: Study, state: State, scheduler: str, knee_level: str)
         result = state.result(step)
         attainment = result.get("mean_attainment") if result else None
         if result is None or attainment is None or entry.get("error"):
-            sweep.ended = f"{level.name}: {entry.get('error') or 'no attainment'}"
+            sweep.failed = (level, entry.get("error") or "no attainment")
             return None
         sweep.measured.insert(0 if index < start else len(sweep.measured), (level, step))
         return float(attainment)
@@ -340,8 +313,27 @@ def scheduler_sweep(study: Study, state: State, scheduler: str, knee_level: str)
     return sweep
 
 
-def _index(study: Study, level: Level) -> int:
-    return [lv.name for lv in study.levels].index(level.name)
+def _index(study: Study, level: str) -> int:
+    return [lv.name for lv in study.levels].index(level)
+
+
+def knee(study: Study, state: State) -> Level | None:
+    """Return the knee of the load sweep, or None while the sweep goes on.
+
+    The knee is the first level where greedy's mean attainment falls below ``KNEE``; a level that could
+    not run, or where an application failed (out of memory, a crash), ends the sweep at the level before
+    it: a failed application is a broken measurement, not an SLO miss. Raises StudyError when the first
+    level itself failed. The last level when none misses.
+    """
+    sweep = scheduler_sweep(study, state, "greedy", study.levels[0].name)
+    if sweep.next is not None:
+        return None
+    if sweep.failed is not None and not sweep.measured:
+        level, reason = sweep.failed
+        raise StudyError(f"the first sweep level {level.name} failed: {reason}")
+    if sweep.breaks_at is not None:
+        return sweep.breaks_at
+    return sweep.measured[-1][0] if sweep.failed is not None else study.levels[-1]
 
 
 def plan(study: Study, state: State) -> Iterator[Step]:
@@ -371,7 +363,7 @@ def plan(study: Study, state: State) -> Iterator[Step]:
         for step in [step for _, step in sweep.measured] + ([sweep.next] if sweep.next else []):
             if step.level != found.name:  # the knee's run is the mix step above
                 yield step
-        if sweep.breaks_at and _index(study, sweep.breaks_at) > _index(study, found):
+        if sweep.breaks_at and _index(study, sweep.breaks_at.name) > _index(study, found.name):
             above += [sweep.breaks_at] if sweep.breaks_at not in above else []
     for level in above:
         for node in to_dict(load_file(WORKFLOWS["mix"]))["workflows"]:
@@ -671,7 +663,7 @@ def summarize(study: Study) -> dict[str, Any]:
         breaks[scheduler] = {
             "level": walk.breaks_at.name if walk.breaks_at else None,
             "pending": walk.next.key if walk.next else None,
-            "ended": walk.ended,
+            "ended": f"{walk.failed[0].name}: {walk.failed[1]}" if walk.failed else None,
         }
     return {
         "platform": platform,
