@@ -363,8 +363,9 @@ def plan(study: Study, state: State) -> Iterator[Step]:
         for step in [step for _, step in sweep.measured] + ([sweep.next] if sweep.next else []):
             if step.level != found.name:  # the knee's run is the mix step above
                 yield step
-        if sweep.breaks_at and _index(study, sweep.breaks_at.name) > _index(study, found.name):
-            above += [sweep.breaks_at] if sweep.breaks_at not in above else []
+        broke = sweep.breaks_at
+        if broke and _index(study, broke.name) > _index(study, found.name) and broke not in above:
+            above.append(broke)
     for level in above:
         for node in to_dict(load_file(WORKFLOWS["mix"]))["workflows"]:
             yield Step("mix", "solo", level.name, "greedy", node)
@@ -641,12 +642,13 @@ def summarize(study: Study) -> dict[str, Any]:
         workflows[name] = per
     sweep: list[dict[str, Any]] = []
     breaks: dict[str, Any] = {}
+    mix_nodes = to_dict(load_file(WORKFLOWS["mix"]))["workflows"]
     for scheduler in SCHEDULERS:
         walk = scheduler_sweep(study, state, scheduler, level.name)
         for lv, step in walk.measured:
             result = state.result(step) or {}
             alone = {}
-            for node in to_dict(load_file(WORKFLOWS["mix"]))["workflows"]:
+            for node in mix_nodes:
                 solo = state.result(Step("mix", "solo", lv.name, "greedy", node))
                 if solo and solo["applications"]:
                     alone[node] = solo["applications"][0]["slo_attainment"]
