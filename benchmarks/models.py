@@ -12,8 +12,8 @@ A ``model:`` value is one of
 - a local path (a GGUF file, a CTranslate2 folder, a diffusers folder, a transformers folder);
 - a hub id (``org/name``) that the library downloads when the machine is online.
 
-``resolve`` returns a ``ResolvedModel`` whose ``record()`` is what the result bundle stores (path and
-sha256, or ``random`` and the config); a name that cannot be resolved raises ``ModelError`` with one
+``resolve`` returns a ``ResolvedModel`` whose ``record()`` is what the result bundle stores (the name,
+the file's name and sha256, or ``random`` and the config); a name that cannot be resolved raises ``ModelError`` with one
 sentence naming the model and how to install it or point to it.
 """
 
@@ -100,12 +100,13 @@ class ResolvedModel:
     info: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
-        """Return what the result bundle records: path and sha256, ``random`` and config, or the hub id."""
+        """Return what the result bundle records: the file's name and sha256, ``random`` and config, or
+        the hub id. Never a folder of this machine (results are shared; docs/result-format.md)."""
         out: dict[str, Any] = {"model": self.requested, "source": self.source, "format": self.format}
         if self.random is not None:
             out.update(weights="random", architecture=self.random.name, config=self.random.config)
         elif self.path is not None:
-            out.update(path=str(self.path), sha256=sha256_of(self.path))
+            out.update(file=self.path.name, sha256=sha256_of(self.path))
         elif self.hub_id is not None:
             out.update(hub_id=self.hub_id)
         out.update(self.info)

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchmarks.files import bundle_path
+
 NodeStatus = Literal["succeeded", "failed", "stopped", "skipped"]
 
 
@@ -175,16 +177,13 @@ def write_bundle(result: dict[str, Any], out_dir: Path) -> Path:
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     for app in result["applications"]:
-        _write_requests_csv(app, out_dir / f"{_file_name(app['name'])}.csv")
+        # Node names are identifiers (benchmarks.spec), so each maps to its own file, checked to stay here.
+        _write_requests_csv(app, bundle_path(out_dir, f"{app['name']}.csv"))
     path = out_dir / "result.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1, allow_nan=False))
     tmp.replace(path)
     return path
-
-
-def _file_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "app"
 
 
 def _write_requests_csv(app: dict[str, Any], path: Path) -> None:

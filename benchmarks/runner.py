@@ -26,7 +26,8 @@ from typing import Any, Protocol
 
 from benchmarks import clock, metrics
 from benchmarks.apps import driver_class
-from benchmarks.apps.base import AppContext, AppStopped, Driver
+from benchmarks.apps.base import AppContext, AppStopped, Driver, read_trace
+from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint, gpus
@@ -93,8 +94,15 @@ def resolve_device(unit: Application) -> str:
     return unit.device
 
 
-def preflight(workflow: Workflow) -> list[str]:
-    """Return the problems that stop this workflow from running here (devices, models, files)."""
+def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]:
+    """Return the problems that stop this workflow from running here (devices, models, files).
+
+    Files are read through ``files``; when it refuses a path, those refusals are all that is
+    returned and nothing is read.
+    """
+    refused = [message for _, message in files.workflow_problems(workflow)]
+    if refused:
+        return refused
     problems: list[str] = []
     for name, unit in workflow.applications.items():
         if unit.device == "gpu" and not gpus():
@@ -104,7 +112,12 @@ def preflight(workflow: Workflow) -> list[str]:
             )
         check = unit.app_type.check
         if check is not None:
-            problems.extend(f"unit '{name}': {p}" for p in check(unit))
+            problems.extend(f"unit '{name}': {p}" for p in check(unit, files))
+        if unit.arrival.kind == "trace":
+            try:
+                read_trace(unit, files)
+            except ValueError as exc:
+                problems.append(str(exc))
     return problems
 
 
@@ -119,8 +132,12 @@ def run_workflow(
     repeat_index: int = 1,
     monitor_hz: float | None = DEFAULT_HZ,
     monitor_sources: Sequence[str] | None = None,
+    files: FilePolicy = UNRESTRICTED,
 ) -> dict[str, Any]:
     """Run a workflow on this machine and return its result document (docs/result-format.md).
+
+    Every file the workflow names is checked and read through ``files`` (benchmarks.files): before
+    the run (preflight) and again by the application drivers.
 
     The system monitor samples ``monitor_sources`` (all by default) at ``monitor_hz`` (None: off)
     beside the run; its batches go to the sink as ``telemetry`` events (docs/monitor.md).
@@ -129,7 +146,7 @@ def run_workflow(
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
     when the scheduler cannot serve the run here.
     """
-    problems = preflight(workflow)
+    problems = preflight(workflow, files)
     if problems:
         raise PreflightError(problems)
     run = _Run(
@@ -142,6 +159,7 @@ def run_workflow(
         stop_grace_s,
         monitor_hz=monitor_hz,
         monitor_sources=monitor_sources,
+        files=files,
     )
     return run.execute(repeat_index)
 
@@ -158,8 +176,10 @@ class _Run:
         stop_grace_s: float,
         monitor_hz: float | None = None,
         monitor_sources: Sequence[str] | None = None,
+        files: FilePolicy = UNRESTRICTED,
     ) -> None:
         self.workflow = workflow
+        self.files = files
         self.scheduler = scheduler
         self.sink = sink
         self.cancel = cancel
@@ -305,7 +325,7 @@ class _Run:
         state.go_event = self.ctx.Event() if self.workflow.start_together else None
         env = self.scheduler.env_for(plan)
         gate = self.scheduler.gate_for(plan)
-        out_dir = str(self.artifacts / state.name)
+        out_dir = str(bundle_path(self.artifacts, state.name))
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
         state.process = self.ctx.Process(
             target=app_process_main,
@@ -321,6 +341,7 @@ class _Run:
                 out_dir,
                 seed,
                 state.go_event,
+                self.files,
             ),
             daemon=True,
         )
@@ -553,6 +574,7 @@ def app_process_main(
     out_dir: str,
     seed: int,
     go_event: Any = None,
+    files: FilePolicy = UNRESTRICTED,
 ) -> None:
     """Entry point of an application process: load, wait for ``go_event`` when given (the runner sets
     it once the nodes started with this one have loaded: start_together), run the requests, report,
@@ -581,6 +603,7 @@ def app_process_main(
             seed=seed + k,
             session=k,
             sessions=sessions,
+            files=files,
         )
         for k in range(sessions)
     ]

@@ -22,13 +22,14 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchmarks.apps import APP_TYPES, AppType, resolve_type
 from benchmarks.apps.base import AppOptions
+from benchmarks.files import DATA_FILE, DATA_FILE_OR_FOLDER, MODEL
 
 MAX_FILE_BYTES = 1024 * 1024
 # Bounds the work of alias expansion ("billion laughs") and of hostile nesting.
@@ -57,6 +58,12 @@ COMMON_UNIT_KEYS = (
 NODE_KEYS = ("uses", "depend_on", "depends_on", "background")
 TASK_KEYS = ("name", "background", "depends_on", "depend_on")
 PRIORITIES = ("high", "medium", "low")
+# Unit and node names become file and folder names of a run's result bundle (one CSV per node, a
+# folder of artifacts): identifiers only, so that no name can leave the run folder or be rewritten
+# into another's file name. The leading letter or digit keeps names from reading as options (-x)
+# or hidden files.
+NAME_MAX_CHARS = 64
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 DEVICES = ("auto", "gpu", "cpu")
 
 
@@ -185,7 +192,9 @@ class Arrival(BaseModel):
     think_time_s: float = Field(0.0, ge=0)
     rate: float | None = Field(None, gt=0, description="requests per second (fixed, poisson)")
     seed: int | None = None
-    trace: str | None = Field(None, description="file with one arrival time (s) per line")
+    trace: Annotated[str | None, DATA_FILE] = Field(
+        None, description="file with one arrival time (s) per line"
+    )
 
     @model_validator(mode="after")
     def _check_kind(self) -> Arrival:
@@ -212,7 +221,7 @@ class Application(BaseModel):
 
     name: str
     type: str
-    model: str | None = None
+    model: Annotated[str | None, MODEL] = None
     client_model: str | None = None
     num_requests: int = Field(ge=1)
     device: Literal["auto", "gpu", "cpu"] = "auto"
@@ -222,7 +231,7 @@ class Application(BaseModel):
     arrival: Arrival = Arrival()
     warmup_requests: int = Field(0, ge=0)
     seed: int | None = None
-    dataset: str | None = None
+    dataset: Annotated[str | None, DATA_FILE_OR_FOLDER] = None
     concurrency: int = Field(1, ge=1, le=64, description="concurrent sessions (users) of this application")
     options: AppOptions
 
@@ -576,6 +585,11 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
             )
     if not units_raw:
         errors.add((), "the workflow defines no application units")
+    for key, (unit, origin) in units_raw.items():
+        task = isinstance(unit, _Relocated)
+        problem = name_problem(key, "task" if task else "unit")
+        if problem:
+            errors.add((*origin, "name") if task else origin, problem)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
 
     applications: dict[str, Application] = {}
@@ -597,6 +611,19 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
         for message in partition_share_problems(workflow):
             errors.add(("workflows",), message)
     return None if errors.errors else workflow
+
+
+def name_problem(name: str, what: str) -> str | None:
+    """Return why ``name`` cannot name a unit or node (a sentence), or None when it is an identifier."""
+    if NAME_RE.fullmatch(name) and len(name) <= NAME_MAX_CHARS:
+        return None
+    shown = json.dumps(
+        name if len(name) <= NAME_MAX_CHARS + 8 else name[: NAME_MAX_CHARS + 8] + "...", ensure_ascii=False
+    )
+    return (
+        f"{what} name {shown} is not an identifier: use letters, digits, '_' and '-', starting with a "
+        f"letter or digit, at most {NAME_MAX_CHARS} characters"
+    )
 
 
 def _check_workflow_keys(kwargs: dict[str, Any], errors: _Collector) -> dict[str, Any]:
@@ -785,17 +812,30 @@ def _pydantic_errors(
 def _build_nodes(
     nodes_raw: Any, units: Mapping[str, tuple[Mapping[str, Any], Path_]], errors: _Collector
 ) -> dict[str, Node]:
+    implicit = nodes_raw is None
     if nodes_raw is None:
-        return {name: Node(name=name, uses=name) for name in units}
+        nodes_raw = {name: {"uses": name} for name in units}
     if not isinstance(nodes_raw, Mapping):
         errors.add(("workflows",), f"'workflows' must be a mapping of node names, not {_kind(nodes_raw)}")
         return {}
     nodes: dict[str, Node] = {}
+    seen: dict[str, str] = {}
     for node_name, body in nodes_raw.items():
-        path: Path_ = ("workflows", str(node_name))
+        path: Path_ = (str(node_name),) if implicit else ("workflows", str(node_name))
         if not isinstance(node_name, str):
             errors.add(("workflows",), f"node name {node_name!r} must be a string")
             continue
+        problem = name_problem(node_name, "node")
+        if problem and node_name not in units:  # a unit's name problem is reported at the unit
+            errors.add(path, problem)
+        folded = node_name.lower()
+        if folded in seen and problem is None:
+            errors.add(
+                path,
+                f"node names '{seen[folded]}' and '{node_name}' differ only in case; they would share "
+                "a file in the result bundle on a case-insensitive disk",
+            )
+        seen.setdefault(folded, node_name)
         if body is None:
             body = {}
         if not isinstance(body, Mapping):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from benchmarks.clock import now
+from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, where
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
@@ -48,8 +49,9 @@ class AppType:
     # What one record is: a request, or a piece of a stream (a chunk) whose count is not known ahead.
     record: str = "request"
     description: str = ""
-    # Checks this machine before a run starts (model and data files); returns problems as sentences.
-    check: Callable[[Application], list[str]] | None = None
+    # Checks this machine before a run starts (model and data files, read through the file access
+    # policy); returns problems as sentences.
+    check: Callable[[Application, FilePolicy], list[str]] | None = None
 
 
 @dataclass
@@ -104,6 +106,8 @@ class AppContext:
     seed: int
     session: int = 0
     sessions: int = 1
+    # What the driver may read (benchmarks.files): unrestricted on the CLI, the allowed roots on a server.
+    files: FilePolicy = UNRESTRICTED
 
     @contextlib.contextmanager
     def gpu_step(self, kind: str) -> Iterator[None]:
@@ -123,23 +127,45 @@ class AppContext:
         self.emit("request_end", record=record.to_event())
 
 
-def arrival_offsets(arrival: Any, count: int, seed: int) -> list[float] | None:
+def read_trace(unit: Application, files: FilePolicy) -> list[float]:
+    """Return the arrival times of a unit's trace file (one number per line, blank lines skipped).
+
+    Raises FileAccessError naming the field, the unit and the line of a bad entry, never its text.
+    """
+    at = where(unit.name, "arrival.trace")
+    text = files.read_text(unit.arrival.trace or "", DATA_FILE, at)
+    times: list[float] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            times.append(float(line))
+        except ValueError:
+            raise FileAccessError(f"{at}, line {n}: expected one arrival time (seconds) per line") from None
+    if not times:
+        raise FileAccessError(f"{at}: the trace holds no arrival times")
+    return times
+
+
+def arrival_offsets(
+    unit: Application, count: int, seed: int, files: FilePolicy = UNRESTRICTED
+) -> list[float] | None:
     """Return open-loop arrival offsets (seconds from the first request) or None for a closed loop."""
+    arrival = unit.arrival
     kind = arrival.kind
     if kind == "closed":
         return None
     if kind == "fixed":
-        return [i / arrival.rate for i in range(count)]
+        return [i / arrival.rate for i in range(count)] if arrival.rate else None
     if kind == "poisson":
         rng = random.Random(arrival.seed if arrival.seed is not None else seed)
         offsets, t = [], 0.0
         for _ in range(count):
             offsets.append(t)
-            t += rng.expovariate(arrival.rate)
+            t += rng.expovariate(arrival.rate or 1.0)
         return offsets
-    times = [float(x) for x in Path(arrival.trace).read_text().split()]
-    base = times[0] if times else 0.0
-    return [t - base for t in times[:count]]
+    times = read_trace(unit, files)
+    return [t - times[0] for t in times[:count]]
 
 
 class Driver(ABC):
@@ -177,7 +203,7 @@ class Driver(ABC):
         unit = self.unit
         total = unit.warmup_requests + unit.num_requests
         payloads = list(self.payloads()) or [None]
-        offsets = arrival_offsets(unit.arrival, total, self.ctx.seed)
+        offsets = arrival_offsets(unit, total, self.ctx.seed, self.ctx.files)
         t0 = now()
         think = unit.arrival.think_time_s
         for i in range(total):

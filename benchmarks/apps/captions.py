@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -35,9 +35,17 @@ from benchmarks.apps.asr import (
     model_formats,
 )
 from benchmarks.apps.base import AppOptions, AppStopped, AppType, Driver, RequestRecord, _sleep_until
-from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
+from benchmarks.files import (
+    AUDIO_FILE_OR_FOLDER,
+    DATA_FILE,
+    UNRESTRICTED,
+    FileAccessError,
+    FilePolicy,
+    where,
+)
 from benchmarks.models import check_model, resolve
 
 if TYPE_CHECKING:
@@ -53,11 +61,13 @@ class CaptionsOptions(AppOptions):
         "faster_whisper",
         description="faster_whisper (CTranslate2 folder) or transformers (folder, hub id or NAME@random)",
     )
-    audio: str | list[str] | None = Field(
+    audio: Annotated[str | list[str] | None, AUDIO_FILE_OR_FOLDER] = Field(
         None, description="audio file(s) or a folder of them (WAV/FLAC); default: the shipped clips"
     )
-    client_command_file: str | None = Field(None, description="the original's key for the audio file")
-    reference: str | None = Field(
+    client_command_file: Annotated[str | None, AUDIO_FILE_OR_FOLDER] = Field(
+        None, description="the original's key for the audio file"
+    )
+    reference: Annotated[str | None, DATA_FILE] = Field(
         None, description="reference transcript of a single audio file (default: <audio>.txt next to it)"
     )
     chunk_s: float = Field(2.0, gt=0, le=30, description="seconds of audio per chunk")
@@ -88,51 +98,60 @@ class CaptionsOptions(AppOptions):
 
 @dataclass(frozen=True)
 class Clip:
-    """One audio stream and its reference transcript (when there is one)."""
+    """One audio stream and its reference transcript (when there is one), checked by the policy."""
 
     path: Path
     reference: Path | None
+    # How errors name the reference: the field and unit (or the file's name next to its audio).
+    reference_where: str = ""
+    # The policy the reference is read through (the shipped clips' transcripts are the engine's own).
+    files: FilePolicy = UNRESTRICTED
 
 
-def clips_of(unit: Application) -> list[Clip]:
+def clips_of(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[Clip]:
     """Return the unit's audio streams: ``audio``/``client_command_file``/``dataset``, or the shipped clips.
 
-    Raises ValueError naming a missing file or a folder without audio.
+    Every file the spec names is read through ``files``. Raises ValueError naming the field and unit
+    of a refused or missing file or a folder without audio.
     """
     opts: Any = unit.options
-    given = opts.audio if opts.audio is not None else opts.client_command_file or unit.dataset
-    if given is None:
-        items: list[str] = [str(DATA_DIR / "audio")]
-    else:
-        items = [given] if isinstance(given, str) else list(given)
+    source = unit_input(unit, ("audio", "client_command_file", "dataset"), "audio")
+    policy = source.policy(files)
+    given = source.value
+    items = [given] if isinstance(given, str | Path) else list(given)
     paths: list[Path] = []
-    for item in items:
-        path = Path(item).expanduser()
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+    for i, item in enumerate(items):
+        at = source.where if len(items) == 1 else f"{source.where} (item {i})"
+        if policy.check(str(item), AUDIO_FILE_OR_FOLDER, at).is_dir():
+            found = policy.folder_files(item, AUDIO_FILE_OR_FOLDER, at, AUDIO_SUFFIXES)
             if not found:
-                raise ValueError(f"audio folder {path} holds no {'/'.join(AUDIO_SUFFIXES)} files")
+                raise FileAccessError(f"{at}: the folder holds no {'/'.join(AUDIO_SUFFIXES)} files")
             paths += found
-        elif path.is_file():
-            paths.append(path)
         else:
-            raise ValueError(f"audio file {path} does not exist")
+            paths.append(policy.regular_file(item, AUDIO_FILE_OR_FOLDER, at))
     if opts.reference is not None:
         if len(paths) != 1:
-            raise ValueError(
+            raise FileAccessError(
                 f"'reference' names one transcript but there are {len(paths)} audio files; put "
                 "each transcript next to its audio as <name>.txt instead"
             )
-        ref = Path(opts.reference).expanduser()
-        if not ref.is_file():
-            raise ValueError(f"reference transcript {ref} does not exist")
-        return [Clip(paths[0], ref)]
-    return [Clip(p, p.with_suffix(".txt") if p.with_suffix(".txt").is_file() else None) for p in paths]
+        at = where(unit.name, "reference")
+        return [Clip(paths[0], files.regular_file(opts.reference, DATA_FILE, at), at, files)]
+    clips = []
+    for p in paths:
+        txt = p.with_suffix(".txt")
+        ref = policy.regular_file(txt, DATA_FILE, f"{source.where} ({txt.name})") if txt.is_file() else None
+        clips.append(Clip(p, ref, f"{source.where} ({txt.name})", policy))
+    return clips
 
 
-def check(unit: Application) -> list[str]:
+def check(unit: Application, files: FilePolicy) -> list[str]:
     """Return the problems that stop this unit here: the model, the audio files and transcripts."""
     opts: Any = unit.options
+    try:
+        files.check_unit_model(unit)
+    except FileAccessError as exc:
+        return [str(exc)]
     problems = check_model(unit.model, model_formats(opts.backend), "LiveCaptions", unit.device)
     if opts.backend == "faster_whisper" and (unit.model or "").endswith("@random"):
         problems.append("random Whisper models run on the transformers backend: set backend: transformers")
@@ -142,7 +161,7 @@ def check(unit: Application) -> list[str]:
             f"{', '.join(TORCH_DTYPES)}"
         )
     try:
-        clips = clips_of(unit)
+        clips = clips_of(unit, files)
     except ValueError as exc:
         return [*problems, str(exc)]
     import soundfile
@@ -151,16 +170,24 @@ def check(unit: Application) -> list[str]:
         try:
             info = soundfile.info(str(clip.path))
             if info.frames == 0:
-                problems.append(f"audio file {clip.path} holds no samples")
-        except Exception as exc:
-            problems.append(f"audio file {clip.path} is not readable audio (WAV or FLAC expected): {exc}")
+                problems.append(f"audio file {clip.path.name} of unit '{unit.name}' holds no samples")
+        except Exception:
+            problems.append(
+                f"audio file {clip.path.name} of unit '{unit.name}' is not readable audio (WAV or FLAC)"
+            )
         if clip.reference is not None:
             try:
-                if not normalize(clip.reference.read_text(encoding="utf-8")):
-                    problems.append(f"reference transcript {clip.reference} has no words")
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(f"reference transcript {clip.reference} cannot be read: {exc}")
+                if not normalize(read_reference(clip)):
+                    problems.append(f"{clip.reference_where}: the reference transcript has no words")
+            except ValueError as exc:
+                problems.append(str(exc))
     return problems
+
+
+def read_reference(clip: Clip) -> str:
+    """Return a clip's reference transcript (read through the policy; FileAccessError names the field)."""
+    assert clip.reference is not None
+    return clip.files.read_text(clip.reference, DATA_FILE, clip.reference_where)
 
 
 _PUNCT = re.compile(r"[^\w\s']")
@@ -195,7 +222,8 @@ class CaptionsDriver(Driver):
     def load(self) -> dict[str, Any]:
         share_cpu_politely()
         opts = self.options
-        self.clips = clips_of(self.unit)
+        self.clips = clips_of(self.unit, self.ctx.files)
+        self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "LiveCaptions")
         self.random_weights = model.random is not None
         self.backend: Backend | None = load_backend(
@@ -213,7 +241,7 @@ class CaptionsDriver(Driver):
         return {
             **model.record(),
             **self.backend.describe(),
-            "audio": [str(c.path) for c in self.clips],
+            "audio": [c.path.name for c in self.clips],
             "prime_s": self._prime(),
         }
 
@@ -237,9 +265,11 @@ class CaptionsDriver(Driver):
         try:
             samples = self.backend.decode(path)
         except Exception as exc:
-            raise ValueError(f"audio file {path} cannot be decoded: {exc}") from None
+            raise ValueError(
+                f"audio file {path.name} of unit '{self.unit.name}' cannot be decoded ({type(exc).__name__})"
+            ) from None
         if samples.size == 0:
-            raise ValueError(f"audio file {path} holds no samples")
+            raise ValueError(f"audio file {path.name} of unit '{self.unit.name}' holds no samples")
         return samples
 
     def run(self) -> None:
@@ -323,9 +353,8 @@ class CaptionsDriver(Driver):
         transcript = "".join(w.text for w in committed).strip()
         record.info["transcript"] = transcript
         if clip.reference is not None and not self.random_weights:
-            reference = clip.reference.read_text(encoding="utf-8")
-            record.info["wer"] = word_error_rate(reference, transcript)
-            record.info["reference"] = reference.strip()
+            # The reference is summarised by its word error rate only: file contents stay out of results.
+            record.info["wer"] = word_error_rate(read_reference(clip), transcript)
 
     def close(self) -> None:
         if getattr(self, "backend", None) is not None:

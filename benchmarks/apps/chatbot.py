@@ -7,14 +7,14 @@ e2e, the inter-token latencies (series ``itl``) and the exact token counts in an
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import input_path, read_jsonl
+from benchmarks.apps.datasets import Input, read_jsonl, unit_input
 from benchmarks.apps.textgen import load_generator, model_formats
+from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.models import check_model, resolve
 
 if TYPE_CHECKING:
@@ -31,16 +31,16 @@ class ChatbotOptions(AppOptions):
     max_tokens: int = Field(128, ge=1, description="most tokens generated per reply")
     n_ctx: int = Field(2048, ge=64, description="context window (llama_cpp)")
     temperature: float = Field(0.7, ge=0, description="sampling temperature; 0 is greedy")
-    prompts: str | None = Field(
+    prompts: Annotated[str | None, DATA_FILE] = Field(
         None, description="JSONL of {messages: [...]} or {prompt: ...}; default: shipped"
     )
     n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
 
 
-def load_prompts(path: Path) -> list[list[dict[str, str]]]:
-    """Return the chat turns of a prompts file; raise ValueError naming the file and entry of a bad one."""
+def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[list[dict[str, str]]]:
+    """Return the chat turns of a prompts input; raise ValueError naming the field and entry of a bad one."""
     turns: list[list[dict[str, str]]] = []
-    for n, row in enumerate(read_jsonl(path, "prompts"), start=1):
+    for n, row in enumerate(read_jsonl(source, files), start=1):
         if "messages" in row:
             messages = row["messages"]
             ok = (
@@ -52,8 +52,8 @@ def load_prompts(path: Path) -> list[list[dict[str, str]]]:
                 )
             )
             if not ok:
-                raise ValueError(
-                    f"prompts file {path}, entry {n}: 'messages' must be a non-empty list of "
+                raise FileAccessError(
+                    f"{source.where}, entry {n}: 'messages' must be a non-empty list of "
                     f"{{role: {'|'.join(ROLES)}, content: text}}"
                 )
             turns.append([{"role": m["role"], "content": m["content"]} for m in messages])
@@ -63,22 +63,25 @@ def load_prompts(path: Path) -> list[list[dict[str, str]]]:
                 turn.insert(0, {"role": "system", "content": row["system"]})
             turns.append(turn)
         else:
-            raise ValueError(f"prompts file {path}, entry {n}: needs 'messages' (a chat) or 'prompt' (text)")
+            raise FileAccessError(f"{source.where}, entry {n}: needs 'messages' (a chat) or 'prompt' (text)")
     return turns
 
 
-def prompts_path(unit: Application) -> Path:
-    """Return the unit's prompts file: ``prompts:``, else ``dataset:``, else the shipped set."""
-    opts: Any = unit.options
-    return input_path(opts.prompts or unit.dataset, "prompts.jsonl")
+def prompts_input(unit: Application) -> Input:
+    """Return the unit's prompts: ``prompts:``, else ``dataset:``, else the shipped set."""
+    return unit_input(unit, ("prompts", "dataset"), "prompts.jsonl")
 
 
-def check(unit: Application) -> list[str]:
+def check(unit: Application, files: FilePolicy) -> list[str]:
     """Return the problems that stop this unit here: its model and its prompts file."""
     opts: Any = unit.options
+    try:
+        files.check_unit_model(unit)
+    except FileAccessError as exc:
+        return [str(exc)]
     problems = check_model(unit.model, model_formats(opts.backend), "Chatbot", unit.device)
     try:
-        load_prompts(prompts_path(unit))
+        load_prompts(prompts_input(unit), files)
     except ValueError as exc:
         problems.append(str(exc))
     return problems
@@ -87,7 +90,9 @@ def check(unit: Application) -> list[str]:
 class ChatbotDriver(Driver):
     def load(self) -> dict[str, Any]:
         opts = self.options
-        self.turns = load_prompts(prompts_path(self.unit))
+        prompts = prompts_input(self.unit)
+        self.turns = load_prompts(prompts, self.ctx.files)
+        self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
         self.gen: Generator | None = load_generator(
             model,
@@ -97,7 +102,7 @@ class ChatbotDriver(Driver):
             seed=self.ctx.seed,
             n_threads=opts.n_threads,
         )
-        return {**model.record(), **self.gen.describe(), "prompts": str(prompts_path(self.unit))}
+        return {**model.record(), **self.gen.describe(), "prompts": prompts.name}
 
     def payloads(self) -> list[list[dict[str, str]]]:
         return self.turns

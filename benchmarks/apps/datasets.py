@@ -1,29 +1,68 @@
 """The inputs that ship with the project (prompts, questions, documents, audio) and user input files.
 
-Every application reads its request inputs through here so that a bad file gives the same kind of
-message everywhere: the file, the line when there is one, and what is wrong.
+Every application reads its request inputs through here, and a user's file through the run's file
+access policy (``benchmarks.files``), so that a bad file gives the same kind of message everywhere:
+the field and the unit, the entry or line when there is one, and what is wrong, never the content.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FileField, FilePolicy, where
+
+if TYPE_CHECKING:
+    from benchmarks.spec import Application
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
-def input_path(value: str | None, default: str) -> Path:
-    """Return the user's file (``~`` expanded) or the shipped default under ``benchmarks/data``."""
-    return Path(value).expanduser() if value else DATA_DIR / default
+@dataclass(frozen=True)
+class Input:
+    """A unit's input: the spec key that named it (None: the shipped default) and the value or path."""
+
+    unit: str
+    key: str | None
+    value: str | Path | list[str]
+
+    @property
+    def where(self) -> str:
+        """How errors name it: the field and the unit, or the shipped file's name."""
+        return where(self.unit, self.key) if self.key else f"the shipped {self.name}"
+
+    @property
+    def name(self) -> str:
+        """The file name results record (never a folder of this machine)."""
+        values = self.value if isinstance(self.value, list) else [self.value]
+        return ", ".join(Path(v).name for v in values)
+
+    def policy(self, files: FilePolicy) -> FilePolicy:
+        """The shipped inputs are the engine's own; what the spec names is read through ``files``."""
+        return files if self.key else UNRESTRICTED
+
+    def read_text(self, files: FilePolicy, field: FileField = DATA_FILE) -> str:
+        """Return the input file as UTF-8 text (FileAccessError naming the field and unit)."""
+        assert not isinstance(self.value, list)
+        return self.policy(files).read_text(self.value, field, self.where)
 
 
-def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
-    """Return the objects of a JSONL file; raise ValueError naming the file and line of a bad one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{what} file {path} cannot be read: {exc}") from None
+def unit_input(unit: Application, keys: tuple[str, ...], default: str) -> Input:
+    """Return the unit's input: the first of ``keys`` set in its options (or ``dataset`` on the unit),
+    else the shipped file ``default`` under ``benchmarks/data``."""
+    opts: Any = unit.options
+    for key in keys:
+        value = getattr(opts, key, None) if key != "dataset" else unit.dataset
+        if value is not None:
+            return Input(unit.name, key, value)
+    return Input(unit.name, None, DATA_DIR / default)
+
+
+def read_jsonl(source: Input, files: FilePolicy) -> list[dict[str, Any]]:
+    """Return the objects of a JSONL input; raise ValueError naming the field and line of a bad one."""
+    text = source.read_text(files)
     rows: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -31,20 +70,21 @@ def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except ValueError as exc:
-            raise ValueError(f"{what} file {path}, line {n}: not valid JSON ({exc})") from None
+            # The decoder's message gives a position, never the text.
+            raise FileAccessError(f"{source.where}, line {n}: not valid JSON ({exc.args[0]})") from None
         if not isinstance(row, dict):
-            raise ValueError(
-                f"{what} file {path}, line {n}: expected a JSON object, not {type(row).__name__}"
+            raise FileAccessError(
+                f"{source.where}, line {n}: expected a JSON object, not {type(row).__name__}"
             )
         rows.append(row)
     if not rows:
-        raise ValueError(f"{what} file {path} has no entries")
+        raise FileAccessError(f"{source.where} has no entries")
     return rows
 
 
-def text_field(row: dict[str, Any], key: str, path: Path, n: int, what: str) -> str:
-    """Return ``row[key]`` as a non-empty string; raise ValueError naming the file and entry otherwise."""
+def text_field(row: dict[str, Any], key: str, source: Input, n: int) -> str:
+    """Return ``row[key]`` as a non-empty string; raise ValueError naming the input and entry otherwise."""
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} file {path}, entry {n}: '{key}' must be a non-empty string")
+        raise FileAccessError(f"{source.where}, entry {n}: '{key}' must be a non-empty string")
     return value

@@ -12,15 +12,15 @@ guidance; the PNG is saved with the result bundle.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import input_path, read_jsonl, text_field
+from benchmarks.apps.datasets import Input, read_jsonl, text_field, unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
+from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, bundle_path
 from benchmarks.models import ResolvedModel, build_random_pipeline, check_model, resolve
 
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ class ImageGenOptions(AppOptions):
     height: int = Field(512, ge=8, le=4096, multiple_of=8, description="image height in pixels")
     width: int = Field(512, ge=8, le=4096, multiple_of=8, description="image width in pixels")
     guidance_scale: float = Field(7.0, ge=0, description="classifier-free guidance; <= 1 turns it off")
-    prompts: str | None = Field(None, description="JSONL of {prompt: ...}; default: the shipped captions")
+    prompts: Annotated[str | None, DATA_FILE] = Field(
+        None, description="JSONL of {prompt: ...}; default: the shipped captions"
+    )
     negative_prompt: str | None = None
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="weights and activations; auto: float16 on GPU, float32 on CPU"
@@ -45,25 +47,25 @@ class ImageGenOptions(AppOptions):
     save_images: bool = Field(True, description="save each image as PNG with the result bundle")
 
 
-def load_prompts(path: Path) -> list[str]:
-    """Return the prompts of an image prompts file; raise ValueError naming the file and entry."""
-    return [
-        text_field(row, "prompt", path, n, "image prompts")
-        for n, row in enumerate(read_jsonl(path, "image prompts"), 1)
-    ]
+def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[str]:
+    """Return the prompts of an image prompts input; raise ValueError naming the field and entry."""
+    return [text_field(row, "prompt", source, n) for n, row in enumerate(read_jsonl(source, files), 1)]
 
 
-def prompts_path(unit: Application) -> Path:
-    """Return the unit's prompts file: ``prompts:``, else ``dataset:``, else the shipped captions."""
-    opts: Any = unit.options
-    return input_path(opts.prompts or unit.dataset, "image_prompts.jsonl")
+def prompts_input(unit: Application) -> Input:
+    """Return the unit's prompts: ``prompts:``, else ``dataset:``, else the shipped captions."""
+    return unit_input(unit, ("prompts", "dataset"), "image_prompts.jsonl")
 
 
-def check(unit: Application) -> list[str]:
+def check(unit: Application, files: FilePolicy) -> list[str]:
     """Return the problems that stop this unit here: its model and its prompts file."""
+    try:
+        files.check_unit_model(unit)
+    except FileAccessError as exc:
+        return [str(exc)]
     problems = check_model(unit.model, FORMATS, "ImageGen", unit.device)
     try:
-        load_prompts(prompts_path(unit))
+        load_prompts(prompts_input(unit), files)
     except ValueError as exc:
         problems.append(str(exc))
     return problems
@@ -80,7 +82,9 @@ class ImageGenDriver(Driver):
         self.torch = torch
         threads = opts.n_threads or default_threads()
         torch.set_num_threads(threads)
-        self.prompts = load_prompts(prompts_path(self.unit))
+        prompts = prompts_input(self.unit)
+        self.prompts = load_prompts(prompts, self.ctx.files)
+        self.ctx.files.check_unit_model(self.unit)
         gpu = self.ctx.device == "gpu"
         self.device = "cuda" if gpu else "cpu"
         if gpu and not torch.cuda.is_available():
@@ -113,7 +117,7 @@ class ImageGenDriver(Driver):
             "dtype": name,
             "device": self.device,
             "threads": threads,
-            "prompts": str(prompts_path(self.unit)),
+            "prompts": prompts.name,
         }
 
     def payloads(self) -> list[str]:
@@ -179,7 +183,8 @@ class ImageGenDriver(Driver):
             text_encode=text_encode,
         )
         record.info.update(
-            prompt=payload,
+            # The prompt's entry in the prompts file, not its text: file contents stay out of results.
+            prompt_index=record.index % len(self.prompts),
             seed=seed,
             height=image.height,
             width=image.width,
@@ -188,9 +193,10 @@ class ImageGenDriver(Driver):
         )
         if opts.save_images:
             self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
-            path = self.ctx.out_dir / f"image-{record.index:04d}.png"
+            path = bundle_path(self.ctx.out_dir, f"image-{record.index:04d}.png")
             image.save(path)
-            record.info["image"] = str(path)
+            # The file's name in the node's artifacts folder: results hold no path of this machine.
+            record.info["image"] = path.name
 
     def _sync(self) -> None:
         """Wait for the GPU's queued work, so that times and gate releases mean the work is done."""

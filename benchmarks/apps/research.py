@@ -5,7 +5,8 @@ Tools: ``search`` (BM25 over a local document collection), ``read`` (a document 
 model always produces a well-formed call: the first step may only call a tool, and the last step may
 only answer. Every token goes through the scheduler gate, so a background research job yields to
 latency-sensitive work at token boundaries and stops within one token of a stop request.
-Recorded per question: e2e, steps, tool calls, LLM calls, tokens in and out, the answer and the trace.
+Recorded per question: e2e, steps, tool calls, LLM calls, tokens in and out, the answer and the trace
+(actions and arguments; of each observation only its size: the question and documents stay out of results).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import operator
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
 from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import input_path, read_jsonl, text_field
+from benchmarks.apps.datasets import Input, read_jsonl, text_field, unit_input
 from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
+from benchmarks.files import DATA_FILE, DATA_FILE_OR_FOLDER, UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.models import check_model, resolve
 
 if TYPE_CHECKING:
@@ -43,8 +44,12 @@ SYSTEM = (
 
 
 class ResearchOptions(AppOptions):
-    questions: str | None = Field(None, description="JSONL of {question, expected?}; default: shipped")
-    documents: str | None = Field(None, description="folder of .md/.txt documents; default: shipped")
+    questions: Annotated[str | None, DATA_FILE] = Field(
+        None, description="JSONL of {question, expected?}; default: shipped"
+    )
+    documents: Annotated[str | None, DATA_FILE_OR_FOLDER] = Field(
+        None, description="folder of .md/.txt documents; default: shipped"
+    )
     max_steps: int = Field(6, ge=2, le=50, description="tool steps per question, the answer included")
     max_tokens: int = Field(48, ge=8, description="most tokens per tool call")
     answer_tokens: int = Field(96, ge=8, description="most tokens of the answer")
@@ -75,20 +80,17 @@ def _terms(text: str) -> list[str]:
 class Library:
     """A folder of documents with BM25 search (k1 = 1.5, b = 0.75, the usual defaults)."""
 
-    def __init__(self, folder: Path) -> None:
-        if not folder.is_dir():
-            raise ValueError(f"documents folder {folder} does not exist")
+    def __init__(self, folder: Input, files: FilePolicy = UNRESTRICTED) -> None:
+        policy = folder.policy(files)
         self.docs: dict[str, Document] = {}
-        for path in sorted(p for p in folder.iterdir() if p.suffix.lower() in DOC_SUFFIXES):
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ValueError(f"document {path} cannot be read as UTF-8 text: {exc}") from None
+        value = folder.value if not isinstance(folder.value, list) else ",".join(folder.value)
+        for path in policy.folder_files(value, DATA_FILE_OR_FOLDER, folder.where, DOC_SUFFIXES):
+            text = policy.read_text(path, DATA_FILE_OR_FOLDER, f"{folder.where} ({path.name})")
             first = text.strip().splitlines()[0] if text.strip() else path.stem
             title = first.lstrip("# ").strip() if first.startswith("#") else path.stem
             self.docs[path.stem] = Document(path.stem, title, text.strip())
         if not self.docs:
-            raise ValueError(f"documents folder {folder} holds no {'/'.join(DOC_SUFFIXES)} files")
+            raise FileAccessError(f"{folder.where}: the folder holds no {'/'.join(DOC_SUFFIXES)} files")
         self._tf = {d.id: Counter(_terms(d.text)) for d in self.docs.values()}
         self._len = {i: sum(tf.values()) for i, tf in self._tf.items()}
         self._avg = sum(self._len.values()) / len(self._len)
@@ -173,32 +175,36 @@ def action_grammar(actions: tuple[str, ...], doc_ids: list[str]) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def load_questions(path: Path) -> list[dict[str, Any]]:
+def load_questions(source: Input, files: FilePolicy = UNRESTRICTED) -> list[dict[str, Any]]:
     """Return the questions (``question`` and optional ``expected`` phrases); ValueError names a bad entry."""
     out = []
-    for n, row in enumerate(read_jsonl(path, "questions"), start=1):
+    for n, row in enumerate(read_jsonl(source, files), start=1):
         expected = row.get("expected", [])
         if not isinstance(expected, list) or not all(isinstance(e, str) for e in expected):
-            raise ValueError(f"questions file {path}, entry {n}: 'expected' must be a list of strings")
-        out.append({"question": text_field(row, "question", path, n, "questions"), "expected": expected})
+            raise FileAccessError(f"{source.where}, entry {n}: 'expected' must be a list of strings")
+        question = text_field(row, "question", source, n)
+        out.append({"index": n - 1, "question": question, "expected": expected})
     return out
 
 
-def _paths(unit: Application) -> tuple[Path, Path]:
-    opts: Any = unit.options
+def _inputs(unit: Application) -> tuple[Input, Input]:
     return (
-        input_path(opts.questions or unit.dataset, "research_questions.jsonl"),
-        input_path(opts.documents, "documents"),
+        unit_input(unit, ("questions", "dataset"), "research_questions.jsonl"),
+        unit_input(unit, ("documents",), "documents"),
     )
 
 
-def check(unit: Application) -> list[str]:
+def check(unit: Application, files: FilePolicy) -> list[str]:
     """Return the problems that stop this unit here: its model, questions and documents."""
+    try:
+        files.check_unit_model(unit)
+    except FileAccessError as exc:
+        return [str(exc)]
     problems = check_model(unit.model, ("gguf",), "DeepResearch", unit.device)
-    questions, documents = _paths(unit)
-    for load, path in ((load_questions, questions), (Library, documents)):
+    questions, documents = _inputs(unit)
+    for load in (lambda: load_questions(questions, files), lambda: Library(documents, files)):
         try:
-            load(path)
+            load()
         except ValueError as exc:
             problems.append(str(exc))
     return problems
@@ -214,9 +220,10 @@ class ResearchDriver(Driver):
         from benchmarks.apps.textgen import load_generator
 
         opts = self.options
-        questions, documents = _paths(self.unit)
-        self.questions = load_questions(questions)
-        self.library = Library(documents)
+        questions, documents = _inputs(self.unit)
+        self.questions = load_questions(questions, self.ctx.files)
+        self.library = Library(documents, self.ctx.files)
+        self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", ("gguf",), "DeepResearch")
         gen = load_generator(
             model,
@@ -231,8 +238,8 @@ class ResearchDriver(Driver):
         return {
             **model.record(),
             **gen.describe(),
-            "questions": str(questions),
-            "documents": str(documents),
+            "questions": questions.name,
+            "documents": documents.name,
             "document_count": len(self.library.docs),
         }
 
@@ -252,7 +259,7 @@ class ResearchDriver(Driver):
         ask_plan = {"role": "user", "content": "First write a one-sentence plan for answering the question."}
         plan = self._llm([*messages, ask_plan], opts.max_tokens, ("plan",), []).strip()
         messages.append({"role": "assistant", "content": f"Plan: {plan}"})
-        trace: list[dict[str, str]] = []
+        trace: list[dict[str, Any]] = []
         answer = ""
         found: list[str] = []
         for step in range(1, opts.max_steps + 1):
@@ -278,7 +285,8 @@ class ResearchDriver(Driver):
                 break
             observation, hits = self._tool(action, argument)
             found = hits or found
-            trace.append({"action": action, "argument": argument, "observation": observation[:200]})
+            # The observation's size, not its text: document contents stay out of results.
+            trace.append({"action": action, "argument": argument, "observation_chars": len(observation)})
             messages += [
                 {"role": "assistant", "content": line},
                 {"role": "user", "content": f"Result: {observation}"},
@@ -291,7 +299,7 @@ class ResearchDriver(Driver):
             tokens_in=sum(c.tokens_in for c in self._calls),
             tokens_out=sum(c.tokens_out for c in self._calls),
             dropped_exchanges=self._dropped,
-            question=question,
+            question_index=payload["index"],
             answer=answer,
             plan=plan,
             trace=trace,

@@ -112,7 +112,7 @@ class LlamaCppGenerator:
         """Return what the result records about the loaded backend."""
         return {
             "backend": self.backend,
-            "file": str(self.path),
+            "file": Path(self.path).name,
             "n_ctx": self.n_ctx,
             "threads": self.threads,
             "chat_template": self.formatter is not None,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apps.chatbot import load_prompts
-from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.apps.datasets import DATA_DIR, Input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.models import resolve
 from benchmarks.runner import run_workflow
@@ -100,7 +100,7 @@ def main() -> None:
     share_cpu_politely()
     from llama_cpp import Llama, llama_chat_format
 
-    turns = load_prompts(DATA_DIR / "prompts.jsonl")
+    turns = load_prompts(Input("bench", None, DATA_DIR / "prompts.jsonl"))
     # The harness warms up on the first turn; the bare loop does the same below.
     chosen = [turns[0], *turns[1 : args.requests + 1]]
     path = resolve(args.model, ("gguf",), "Chatbot").path

@@ -1,0 +1,345 @@
+"""The file access policy: which files a workflow may make the engine read, and where a run may write.
+
+A workflow names files in its spec (a model, prompts, audio, a reference transcript, an arrival
+trace, a documents folder, a dataset). Those fields are marked in the pydantic models with a
+``FileField`` (``Annotated[str | None, DATA_FILE]``); ``file_fields`` walks a unit's models to find
+them, so a new application type's file keys are covered by marking them, never by a second list.
+
+A ``FilePolicy`` is either unrestricted (the local CLI: the user's own machine) or restricted to
+allowed roots (the web server, the API and the workers: ``CB_DATA_DIRS`` / ``CB_MODEL_DIRS``). Under a
+restricted policy a path is expanded (``~``), made absolute and resolved (symlinks followed, ``..``
+collapsed) and must lie under one of the roots of its kind; the refusal names the field and the
+unit and says nothing about the file (whether it exists, what it is). In both modes, Windows-style
+paths and URLs are refused, and a file is read only when it is a regular file under its size cap
+(``read_bytes``, ``read_text``, ``folder_files``), so ``/dev/zero``, FIFOs and ``/proc`` files are
+never read. Catalogue model names and ``NAME@random`` are not paths; a model value that is a path
+is checked as a path (a hub id is not downloaded under a restricted policy: it is a path like any
+other, outside the model folders).
+
+``bundle_path`` builds every path under a run's result folder from names (node names are
+identifiers, see ``benchmarks.spec``) and refuses one that would leave it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from benchmarks.models import PACKAGED, RANDOM, cache_dir, package_dir
+
+FileKind = Literal["data", "model"]
+
+# Caps on what one read may bring into memory: text inputs (prompts, questions, traces, transcripts,
+# documents) are small; an audio clip is decoded whole. Model files are loaded by their libraries
+# (mapped, not read into memory by us), so they have no cap here.
+TEXT_MAX_BYTES = 16 * 1024 * 1024
+AUDIO_MAX_BYTES = 512 * 1024 * 1024
+# A folder field (documents, audio) reads at most this many files; a model folder holds at most as
+# many entries (a walk over a huge tree would stall the submit check).
+MAX_FOLDER_FILES = 10_000
+
+PACKAGED_DATA_DIR = Path(__file__).resolve().parent / "data"
+
+# A scheme of two or more letters (``file:``, ``http:``); one letter and a colon is a Windows drive.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+# A drive (``C:``), a UNC share (``\\\\server``, ``//server``) or any backslash.
+_WINDOWS = re.compile(r"^([A-Za-z]:|//)|\\")
+
+
+@dataclass(frozen=True)
+class FileField:
+    """Marks a spec field that names a file (or, with ``folder``, a folder whose files are read)."""
+
+    kind: FileKind = "data"
+    folder: bool = False
+    max_bytes: int | None = TEXT_MAX_BYTES
+
+
+DATA_FILE = FileField("data")
+DATA_FILE_OR_FOLDER = FileField("data", folder=True)
+AUDIO_FILE_OR_FOLDER = FileField("data", folder=True, max_bytes=AUDIO_MAX_BYTES)
+MODEL = FileField("model", folder=True, max_bytes=None)
+
+
+class FileAccessError(ValueError):
+    """A file a workflow names is refused or cannot be read; the message names the field and unit only."""
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """One file-naming value of a unit: where it is in the unit (YAML path), its value and its marker."""
+
+    loc: tuple[str | int, ...]
+    value: str
+    field: FileField
+
+    @property
+    def key(self) -> str:
+        """The field's name as the user wrote it (``arrival.trace``, ``audio``)."""
+        return ".".join(str(p) for p in self.loc if isinstance(p, str))
+
+
+def file_fields(unit: BaseModel) -> list[FileRef]:
+    """Return every file-naming value set in a unit (its own fields, ``arrival``, ``options``).
+
+    Fields are found by their ``FileField`` marker, walking nested models; a list value gives one
+    ``FileRef`` per item. ``options`` keys are reported without the ``options`` prefix, as written.
+    """
+    found: list[FileRef] = []
+    stack: list[tuple[BaseModel, tuple[str | int, ...]]] = [(unit, ())]
+    while stack:
+        model, loc = stack.pop()
+        for name, info in type(model).model_fields.items():
+            value = getattr(model, name)
+            here = loc if name == "options" else (*loc, name)
+            if isinstance(value, BaseModel):
+                stack.append((value, here))
+                continue
+            marker = next((m for m in info.metadata if isinstance(m, FileField)), None)
+            if marker is None or value is None:
+                continue
+            if isinstance(value, str):
+                found.append(FileRef(here, value, marker))
+            elif isinstance(value, list | tuple):
+                found += [FileRef((*here, i), v, marker) for i, v in enumerate(value) if isinstance(v, str)]
+    return sorted(found, key=lambda r: str(r.loc))
+
+
+def where(unit: str, key: str) -> str:
+    """Return how errors name a field of a unit: ``field 'prompts' of unit 'chat'``."""
+    return f"field '{key}' of unit '{unit}'"
+
+
+def is_model_name(value: str) -> bool:
+    """Return whether a ``model:`` value is a catalogue name or ``NAME@random`` (not a path)."""
+    value = value.strip()
+    return value in PACKAGED or (value.endswith("@random") and value[: -len("@random")] in RANDOM)
+
+
+def _real(value: str | Path) -> Path:
+    return Path(os.path.realpath(Path(value).expanduser()))
+
+
+@dataclass(frozen=True)
+class FilePolicy:
+    """What a run may read: anything (``data_roots``/``model_roots`` None) or files under the roots.
+
+    Picklable: the runner hands it to each application process, whose driver reads through it.
+    """
+
+    data_roots: tuple[Path, ...] | None = None
+    model_roots: tuple[Path, ...] | None = None
+
+    @classmethod
+    def restricted(cls, data_dirs: Iterable[str | Path], model_dirs: Iterable[str | Path]) -> FilePolicy:
+        """Return a policy that allows only files under the given folders (resolved now)."""
+        return cls(tuple(dict.fromkeys(map(_real, data_dirs))), tuple(dict.fromkeys(map(_real, model_dirs))))
+
+    @property
+    def is_restricted(self) -> bool:
+        """Whether paths must lie under the allowed roots."""
+        return self.data_roots is not None or self.model_roots is not None
+
+    def _roots(self, kind: FileKind) -> tuple[Path, ...] | None:
+        if not self.is_restricted:
+            return None
+        return (self.model_roots if kind == "model" else self.data_roots) or ()
+
+    # -- the path check (submit time and run time) -------------------------------------------------
+
+    def refusal(self, value: str, field: FileField) -> str | None:
+        """Return why a value is refused (a phrase that says nothing about the file), or None.
+
+        Looks only at the value and the resolved path, so the answer is the same for a file that
+        exists and one that does not.
+        """
+        text = value.strip()
+        if not text:
+            return "an empty path"
+        if "\0" in text:
+            return "a path with a NUL character"
+        if _WINDOWS.match(text):
+            return "a Windows-style path (C:\\... or \\\\server\\share); give a path on this machine"
+        if _URL.match(text):
+            return "a URL; give a path on this machine, not a file:// or other URL"
+        if field.kind == "model" and is_model_name(text):
+            return None
+        roots = self._roots(field.kind)
+        if roots is None:
+            return None
+        real = _real(text)
+        if any(real == root or real.is_relative_to(root) for root in roots):
+            return None
+        return f"path outside the allowed {field.kind} folders"
+
+    def check(self, value: str, field: FileField, where: str) -> Path:
+        """Return the resolved path of an allowed value; raise FileAccessError naming ``where`` otherwise."""
+        problem = self.refusal(value, field)
+        if problem is not None:
+            raise FileAccessError(f"{problem}: {where}")
+        return _real(value)
+
+    def unit_problems(self, unit: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """Return (YAML path inside the unit, message) for each refused file field of a unit."""
+        out = []
+        for ref in file_fields(unit):
+            problem = self.refusal(ref.value, ref.field)
+            if problem is not None:
+                out.append((ref.loc, f"{problem}: {where(unit.name, ref.key)}"))
+        return out
+
+    def workflow_problems(self, workflow: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """Return (YAML path, message) for each refused file field of a workflow, in unit order."""
+        return [
+            ((name, *loc), message)
+            for name, unit in workflow.applications.items()
+            for loc, message in self.unit_problems(unit)
+        ]
+
+    # -- reading (run time) ------------------------------------------------------------------------
+
+    def regular_file(self, value: str | Path, field: FileField, where: str) -> Path:
+        """Return the resolved path of an allowed, existing regular file within the field's size cap.
+
+        Raises FileAccessError naming ``where``: refused, missing, not a regular file, too large.
+        """
+        path = self.check(str(value), field, where)
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise FileAccessError(f"{where}: no such file") from None
+        _check_stat(st, field, where)
+        return path
+
+    def read_bytes(self, value: str | Path, field: FileField, where: str) -> bytes:
+        """Return the content of an allowed regular file, reading at most its cap (FileAccessError)."""
+        path = self.check(str(value), field, where)
+        try:
+            # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat decides what it is.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            raise FileAccessError(f"{where}: no such file or it cannot be opened") from None
+        with os.fdopen(fd, "rb") as fh:
+            _check_stat(os.fstat(fd), field, where)
+            limit = field.max_bytes
+            data = fh.read() if limit is None else fh.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise FileAccessError(f"{where}: the file is larger than {limit // (1024 * 1024)} MiB")
+        return data
+
+    def read_text(self, value: str | Path, field: FileField, where: str) -> str:
+        """Return an allowed regular file as UTF-8 text (FileAccessError; never quotes the content)."""
+        try:
+            return self.read_bytes(value, field, where).decode("utf-8")
+        except UnicodeDecodeError:
+            raise FileAccessError(f"{where}: the file is not UTF-8 text") from None
+
+    def folder_files(
+        self, value: str | Path, field: FileField, where: str, suffixes: Sequence[str]
+    ) -> list[Path]:
+        """Return the files with ``suffixes`` of an allowed folder, each checked as ``regular_file``.
+
+        A file that resolves outside the allowed roots (a symlink pointing out) is refused.
+        """
+        folder = self.check(str(value), field, where)
+        if not folder.is_dir():
+            raise FileAccessError(f"{where}: no such folder")
+        out = []
+        for n, entry in enumerate(sorted(folder.iterdir())):
+            if n >= MAX_FOLDER_FILES:
+                raise FileAccessError(f"{where}: the folder holds more than {MAX_FOLDER_FILES} entries")
+            if entry.suffix.lower() in suffixes:
+                out.append(self.regular_file(entry, field, f"{where} ({entry.name})"))
+        return out
+
+    def check_unit_model(self, unit: Any) -> None:
+        """Check a unit's ``model:`` as ``model_path`` does when it is set (FileAccessError)."""
+        if unit.model:
+            self.model_path(unit.model, where(unit.name, "model"))
+
+    def model_path(self, value: str, where: str) -> None:
+        """Check a ``model:`` value that is a path: allowed, and under a restricted policy every entry
+        of a model folder resolves inside the model folders and is a regular file or a folder.
+
+        Catalogue names and ``NAME@random`` pass. Raises FileAccessError naming ``where``.
+        """
+        path = self.check(value, MODEL, where)
+        if is_model_name(value) or not self.is_restricted or not path.is_dir():
+            if path.exists() and not (path.is_dir() or stat.S_ISREG(os.stat(path).st_mode)):
+                raise FileAccessError(f"{where}: not a regular file or a model folder")
+            return
+        for n, entry in enumerate(_walk(path)):
+            if n >= MAX_FOLDER_FILES:
+                raise FileAccessError(f"{where}: the model folder holds more than {MAX_FOLDER_FILES} entries")
+            self.check(str(entry), MODEL, f"{where} ({entry.relative_to(path)})")
+            mode = os.stat(entry).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise FileAccessError(f"{where} ({entry.relative_to(path)}): not a regular file")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        for name in (*dirs, *names):
+            yield Path(folder) / name
+
+
+def _check_stat(st: os.stat_result, field: FileField, where: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise FileAccessError(f"{where}: not a regular file")
+    if field.max_bytes is not None and st.st_size > field.max_bytes:
+        raise FileAccessError(f"{where}: the file is larger than {field.max_bytes // (1024 * 1024)} MiB")
+
+
+UNRESTRICTED = FilePolicy()
+
+
+def default_data_dirs() -> list[Path]:
+    """Return the data folders a restricted policy allows by default: the packaged data folder."""
+    return [PACKAGED_DATA_DIR]
+
+
+def default_model_dirs() -> list[Path]:
+    """Return the model folders allowed by default: the packaged models' folders and the model cache."""
+    dirs = [d for d in (package_dir(m.module) for m in PACKAGED.values()) if d is not None]
+    return [*dirs, cache_dir()]
+
+
+def policy_from_env(environ: Any = None) -> FilePolicy:
+    """Return the restricted policy of ``CB_DATA_DIRS`` / ``CB_MODEL_DIRS`` (comma-separated folders;
+    unset: the defaults above), as ``consumerbench run --restrict-files`` applies it."""
+    env = os.environ if environ is None else environ
+
+    def dirs(name: str, default: list[Path]) -> list[str | Path]:
+        raw = env.get(name, "")
+        items = [p.strip() for p in raw.split(",") if p.strip()]
+        return list(items) if items else list(default)
+
+    return FilePolicy.restricted(
+        dirs("CB_DATA_DIRS", default_data_dirs()), dirs("CB_MODEL_DIRS", default_model_dirs())
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing: paths under a run's result folder
+# --------------------------------------------------------------------------------------------------
+
+
+def bundle_path(root: str | Path, *parts: str) -> Path:
+    """Return ``root/part/...``, refusing (ValueError) a part that is empty, absolute, ``.``/``..``,
+    holds a separator, or a result that resolves outside ``root`` (a symlink in the way)."""
+    base = Path(root)
+    for part in parts:
+        if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
+            raise ValueError(f"'{part}' cannot be a file name in a run's result folder")
+    path = base.joinpath(*parts)
+    real_root = _real(base)
+    if not _real(path).is_relative_to(real_root):
+        raise ValueError(f"'{'/'.join(parts)}' would be written outside the run's result folder")
+    return path
