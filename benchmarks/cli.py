@@ -20,11 +20,19 @@ from typing import Any, TextIO
 
 from benchmarks import metrics, monitor
 from benchmarks.client import ApiError, Client
+from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.results import default_out_dir, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
-from benchmarks.spec import Application, SpecError, Workflow, WorkflowValidationError, load_file
+from benchmarks.spec import (
+    Application,
+    SpecError,
+    Workflow,
+    WorkflowValidationError,
+    format_path,
+    load_file,
+)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -45,6 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+RESTRICT_HELP = (
+    "apply the server's file access policy: every file the workflow names must lie under CB_DATA_DIRS "
+    "or CB_MODEL_DIRS (comma-separated; default: the packaged data, models and model cache)"
+)
+
+
+def files_policy(args: argparse.Namespace) -> FilePolicy:
+    """Return the policy a command reads files through: unrestricted unless ``--restrict-files``."""
+    return policy_from_env() if args.restrict_files else UNRESTRICTED
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with the engine's commands and every plugged-in command."""
     parser = argparse.ArgumentParser(prog="consumerbench", description=__doc__.splitlines()[0])
@@ -62,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=monitor.DEFAULT_HZ,
         help=f"system monitor samples per second, at most {monitor.MAX_HZ:g} (0: off)",
     )
+    run.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check workflow files; exit 1 if any has problems")
@@ -70,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--check-files", action="store_true", help="also check this machine: GPU, model and data files"
     )
+    validate.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
     validate.set_defaults(func=cmd_validate)
 
     submit = sub.add_parser("submit", help="queue a workflow on a ConsumerBench server (for CI)")
@@ -123,10 +144,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     report: dict[str, list[dict[str, Any]]] = {}
     for path in args.files:
         problems: list[SpecError] = []
+        files = files_policy(args)
         try:
             workflow = load_file(path)
-            if args.check_files:
-                problems = [SpecError("", None, p) for p in preflight(workflow)]
+            problems = [SpecError(format_path(loc), None, m) for loc, m in files.workflow_problems(workflow)]
+            if args.check_files and not problems:
+                problems = [SpecError("", None, p) for p in preflight(workflow, files)]
         except WorkflowValidationError as exc:
             problems = exc.errors
         report[str(path)] = [p.to_dict() for p in problems]
@@ -292,6 +315,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     time_limit_s=args.time_limit,
                     repeat_index=i,
                     monitor_hz=args.monitor_hz or None,
+                    files=files_policy(args),
                 )
             except (PreflightError, SchedulerError) as exc:
                 print(f"error: {exc}", file=sys.stderr)

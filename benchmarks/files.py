@@ -46,6 +46,8 @@ AUDIO_MAX_BYTES = 512 * 1024 * 1024
 MAX_FOLDER_FILES = 10_000
 
 PACKAGED_DATA_DIR = Path(__file__).resolve().parent / "data"
+# Kernel and device file systems: never a data or model file, whatever the policy.
+PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 # A scheme of two or more letters (``file:``, ``http:``); one letter and a colon is a Windows drive.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
@@ -171,10 +173,13 @@ class FilePolicy:
             return "a URL; give a path on this machine, not a file:// or other URL"
         if field.kind == "model" and is_model_name(text):
             return None
+        real = _real(text)
+        if any(real == p or real.is_relative_to(p) for p in PSEUDO_FILESYSTEMS):
+            # /proc files stat as regular files: refuse the pseudo file systems by where they are.
+            return "a path under /proc, /sys or /dev, which holds no data files"
         roots = self._roots(field.kind)
         if roots is None:
             return None
-        real = _real(text)
         if any(real == root or real.is_relative_to(root) for root in roots):
             return None
         return f"path outside the allowed {field.kind} folders"

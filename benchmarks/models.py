@@ -13,8 +13,8 @@ A ``model:`` value is one of
 - a hub id (``org/name``) that the library downloads when the machine is online.
 
 ``resolve`` returns a ``ResolvedModel`` whose ``record()`` is what the result bundle stores (the name,
-the file's name and sha256, or ``random`` and the config); a name that cannot be resolved raises ``ModelError`` with one
-sentence naming the model and how to install it or point to it.
+the file's name and sha256, or ``random`` and the config); a name that cannot be resolved raises
+``ModelError`` with one sentence naming the model and how to install it or point to it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import environ
 
+from benchmarks.files import default_data_dirs, default_model_dirs
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -122,6 +124,17 @@ if CB_SERVE_STATIC:
                       "whitenoise.middleware.WhiteNoiseMiddleware")  # fmt: skip
 # Result bundles (result.json, CSVs, images) written by the run executor, one folder per run.
 CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results" / "web")))
+
+# --------------------------------------------------------------------------------------------------
+# File access policy (benchmarks/files.py; docs/security.md#file-access-policy)
+# --------------------------------------------------------------------------------------------------
+
+# A workflow submitted here is untrusted: every file it names (model, prompts, audio, reference,
+# trace, documents, dataset) must lie under one of these folders, checked when it is saved, when a
+# run is launched and again by the worker. Comma-separated lists; the defaults are the packaged data
+# folder, the packaged models' folders and the engine's model cache (CB_CACHE_DIR).
+CB_DATA_DIRS = [Path(p) for p in env.list("CB_DATA_DIRS", default=[str(p) for p in default_data_dirs()])]
+CB_MODEL_DIRS = [Path(p) for p in env.list("CB_MODEL_DIRS", default=[str(p) for p in default_model_dirs()])]
 
 # --------------------------------------------------------------------------------------------------
 # Authentication and access

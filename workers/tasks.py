@@ -119,6 +119,7 @@ def run_execute(*, run_id: int, worker: str) -> str:
     from cbweb.platforms.services import platform_register
     from cbweb.runs import services
     from cbweb.runs.models import Run
+    from cbweb.workflows.services import file_policy
 
     if not services.run_claim(run_id=run_id, worker=worker):
         log.info("run %s: not claimed (already taken, cancelled or gone)", run_id)
@@ -141,6 +142,8 @@ def run_execute(*, run_id: int, worker: str) -> str:
                 out_dir=out_dir,
                 time_limit_s=limits.soft_s,
                 repeat_index=run.repeat_index,
+                # Defence in depth: a version stored before the policy existed is refused here too.
+                files=file_policy(),
             )
         sink.flush()
         if WORKER_SHUTDOWN.is_set() and result.get("status") == "cancelled":

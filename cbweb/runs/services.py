@@ -28,6 +28,7 @@ from cbweb.runs.progress import initial_progress
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.models import WorkflowVersion
+from cbweb.workflows.services import workflow_check_files
 
 MAX_REPEATS = 50
 # Telemetry chunks per INSERT: a full chunk is 2 x 32 KiB of arrays, so 64 rows make statements of
@@ -71,7 +72,12 @@ def run_create(
 
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
-    workflow = engine_spec.from_dict(version.spec, name=version.workflow.name)
+    try:
+        # A version stored before the file access policy (or the name rule) existed is checked again.
+        workflow = engine_spec.from_dict(version.spec, name=version.workflow.name)
+        workflow_check_files(workflow=workflow)
+    except engine_spec.WorkflowValidationError as exc:
+        raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None
     scheduler = scheduler or workflow.scheduler
     _check_scheduler(workflow, scheduler)
     if not 1 <= repeats <= MAX_REPEATS:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from benchmarks import spec as engine_spec
+from benchmarks.files import FilePolicy
 from cbweb.permissions import check_can_edit
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
@@ -24,12 +26,35 @@ def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None)
                 )
             ]
         )
+    lines: dict[Any, int] = {}
     if yaml_text is not None:
-        parsed = engine_spec.load_yaml(yaml_text, name=name)
+        data, lines = engine_spec.parse_yaml_text(yaml_text)
+        parsed = engine_spec.from_dict(data, name=name, lines=lines)
     else:
         parsed = engine_spec.from_dict(spec, name=name)
+    workflow_check_files(workflow=parsed, lines=lines)
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed
+
+
+def file_policy() -> FilePolicy:
+    """Return the file access policy of this server: the folders of CB_DATA_DIRS and CB_MODEL_DIRS."""
+    return FilePolicy.restricted(settings.CB_DATA_DIRS, settings.CB_MODEL_DIRS)
+
+
+def workflow_check_files(*, workflow: engine_spec.Workflow, lines: dict[Any, int] | None = None) -> None:
+    """Refuse a workflow that names a file outside the allowed folders (WorkflowValidationError).
+
+    The errors name the field and the unit and say nothing about the file itself.
+    """
+    problems = file_policy().workflow_problems(workflow)
+    if problems:
+        raise engine_spec.WorkflowValidationError(
+            [
+                engine_spec.SpecError(engine_spec.format_path(loc), (lines or {}).get(loc), message)
+                for loc, message in problems
+            ]
+        )
 
 
 def _add_version(*, workflow: Workflow, parsed: engine_spec.Workflow, user: Any) -> WorkflowVersion:

@@ -91,6 +91,7 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
         else:
             try:
                 parsed = engine_spec.load_yaml(text or "", name=workflow.name if workflow else "imported")
+                services.workflow_check_files(workflow=parsed)
             except engine_spec.WorkflowValidationError as exc:
                 import_errors = exc.to_json()
             else:
@@ -125,7 +126,7 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
                             )
                         messages.success(request, f"saved '{workflow.name}'")
                         return redirect("workflows:detail", pk=workflow.pk)
-                    engine_spec.from_dict(data, name=meta.cleaned_data["name"])
+                    services.workflow_parse(name=meta.cleaned_data["name"], spec=data)
                     messages.info(request, "the workflow is valid")
                 except engine_spec.WorkflowValidationError as exc:
                     general.extend(attach_errors(meta, formset, exc.errors))
@@ -181,7 +182,7 @@ def workflow_preview(request: HttpRequest) -> JsonResponse:
         svg = dag_svg(nodes_of_spec(data))
         errors += [{"field": None, "message": p} for p in problems]
         try:
-            engine_spec.from_dict(data, name=meta.cleaned_data["name"])
+            services.workflow_parse(name=meta.cleaned_data["name"], spec=data)
         except engine_spec.WorkflowValidationError as exc:
             errors += [{"field": None, "message": m} for m in attach_errors(meta, formset, exc.errors)]
     for name, messages_ in meta.errors.items():
