@@ -167,29 +167,27 @@ class FilePolicy:
             return "an empty path"
         if "\0" in text:
             return "a path with a NUL character"
-        if _WINDOWS.match(text):
+        if _WINDOWS.search(text):
             return "a Windows-style path (C:\\... or \\\\server\\share); give a path on this machine"
         if _URL.match(text):
             return "a URL; give a path on this machine, not a file:// or other URL"
         if field.kind == "model" and is_model_name(text):
             return None
         real = _real(text)
+        roots = self._roots(field.kind)
+        if roots is not None and not any(real == root or real.is_relative_to(root) for root in roots):
+            return f"path outside the allowed {field.kind} folders"
         if any(real == p or real.is_relative_to(p) for p in PSEUDO_FILESYSTEMS):
             # /proc files stat as regular files: refuse the pseudo file systems by where they are.
             return "a path under /proc, /sys or /dev, which holds no data files"
-        roots = self._roots(field.kind)
-        if roots is None:
-            return None
-        if any(real == root or real.is_relative_to(root) for root in roots):
-            return None
-        return f"path outside the allowed {field.kind} folders"
+        return None
 
     def check(self, value: str, field: FileField, where: str) -> Path:
         """Return the resolved path of an allowed value; raise FileAccessError naming ``where`` otherwise."""
         problem = self.refusal(value, field)
         if problem is not None:
             raise FileAccessError(f"{problem}: {where}")
-        return _real(value)
+        return _real(value.strip())
 
     def unit_problems(self, unit: Any) -> list[tuple[tuple[str | int, ...], str]]:
         """Return (YAML path inside the unit, message) for each refused file field of a unit."""
