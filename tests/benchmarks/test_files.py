@@ -28,7 +28,7 @@ from benchmarks.files import (
 )
 from benchmarks.models import ResolvedModel
 from benchmarks.results import write_bundle
-from benchmarks.runner import preflight, run_workflow
+from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.spec import Application, load_yaml
 
 OUTSIDE = "path outside the allowed data folders"
@@ -225,7 +225,8 @@ def test_a_bad_trace_line_is_reported_by_line_without_its_text(tmp_path: Path) -
 
 def test_preflight_reads_nothing_when_the_policy_refuses_a_path(roots: Any, tmp_path: Path) -> None:
     workflow = load_yaml(
-        "chat:\n  type: Chatbot\n  prompts: /etc/passwd\n  arrival: {kind: trace, trace: /proc/self/environ}\n"
+        "chat:\n  type: Chatbot\n  prompts: /etc/passwd\n"
+        "  arrival: {kind: trace, trace: /proc/self/environ}\n"
     )
     assert preflight(workflow, roots[2]) == [
         f"{OUTSIDE}: field 'arrival.trace' of unit 'chat'",
@@ -234,13 +235,13 @@ def test_preflight_reads_nothing_when_the_policy_refuses_a_path(roots: Any, tmp_
 
 
 def test_the_run_refuses_a_stored_workflow_and_the_driver_checks_again(roots: Any, tmp_path: Path) -> None:
-    data, _, policy = roots
+    policy = roots[2]
     outside = tmp_path / "trace.txt"
     outside.write_text("0\n0.1\n")
-    workflow = load_yaml(f"s:\n  type: Sleep\n  sleep_time: 0\n  arrival: {{kind: trace, trace: {outside}}}\n")
-    from benchmarks.runner import PreflightError
-
-    with pytest.raises(PreflightError, match="arrival.trace"):
+    workflow = load_yaml(
+        f"s:\n  type: Sleep\n  sleep_time: 0\n  arrival: {{kind: trace, trace: {outside}}}\n"
+    )
+    with pytest.raises(PreflightError, match=r"arrival\.trace"):
         run_workflow(workflow, files=policy, monitor_hz=None)
     # Unrestricted (the CLI's default), the same workflow runs.
     result = run_workflow(workflow, monitor_hz=None)
