@@ -64,6 +64,7 @@ PRIORITIES = ("high", "medium", "low")
 # or hidden files.
 NAME_MAX_CHARS = 64
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+NAME_PATTERN = rf"^{NAME_RE.pattern}$"
 DEVICES = ("auto", "gpu", "cpu")
 
 
@@ -114,7 +115,7 @@ def format_path(path: Path_) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            text = part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else json.dumps(part)
+            text = part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else json.dumps(part, ensure_ascii=False)
             out += f".{text}" if out else text
     return out
 
@@ -219,7 +220,7 @@ class Application(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    name: str
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     type: str
     model: Annotated[str | None, MODEL] = None
     client_model: str | None = None
@@ -246,7 +247,7 @@ class Node(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     uses: str
     depend_on: tuple[str, ...] = ()
     background: bool = False
@@ -594,6 +595,8 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
 
     applications: dict[str, Application] = {}
     for unit_name, (unit, origin) in units_raw.items():
+        if name_problem(unit_name, "unit"):
+            continue  # reported above
         app = _build_unit(unit_name, unit, origin, errors)
         if app is not None:
             applications[unit_name] = app
@@ -866,7 +869,9 @@ def _build_nodes(
         if not isinstance(background, bool):
             errors.add((*path, "background"), f"'background' must be true or false, not {background!r}")
             background = False
-        nodes[node_name] = Node(
+        # A node with a bad name is kept unvalidated so that its edges are still checked; the
+        # workflow is not built while any error stands.
+        nodes[node_name] = (Node.model_construct if problem else Node)(
             name=node_name, uses=uses, depend_on=tuple(dict.fromkeys(deps)), background=background
         )
     if not nodes and units:
