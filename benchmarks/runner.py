@@ -112,7 +112,10 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
             )
         check = unit.app_type.check
         if check is not None:
-            problems.extend(f"unit '{name}': {p}" for p in check(unit, files))
+            # File problems already name the field and the unit.
+            problems.extend(
+                p if f"of unit '{name}'" in p else f"unit '{name}': {p}" for p in check(unit, files)
+            )
         if unit.arrival.kind == "trace":
             try:
                 read_trace(unit, files)

@@ -58,13 +58,17 @@ COMMON_UNIT_KEYS = (
 NODE_KEYS = ("uses", "depend_on", "depends_on", "background")
 TASK_KEYS = ("name", "background", "depends_on", "depend_on")
 PRIORITIES = ("high", "medium", "low")
-# Unit and node names become file and folder names of a run's result bundle (one CSV per node, a
-# folder of artifacts): identifiers only, so that no name can leave the run folder or be rewritten
-# into another's file name. The leading letter or digit keeps names from reading as options (-x)
-# or hidden files.
+# Node names become file and folder names of a run's result bundle (one CSV per node, a folder of
+# artifacts): identifiers only, so that no name can leave the run folder or be rewritten into
+# another's file name. The leading letter or digit keeps names from reading as options (-x) or
+# hidden files. Unit names are identifiers too (task names are both), except that the native
+# dialect also accepts the original ConsumerBench's unit labels such as "Brainstorm (chatbot)"
+# (spaces and "( ) ." besides): a unit name is never a path component.
 NAME_MAX_CHARS = 64
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 NAME_PATTERN = rf"^{NAME_RE.pattern}$"
+UNIT_LABEL_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9 _().-]*[A-Za-z0-9_().-])?")
+UNIT_LABEL_PATTERN = rf"^{UNIT_LABEL_RE.pattern}$"
 DEVICES = ("auto", "gpu", "cpu")
 
 
@@ -220,7 +224,7 @@ class Application(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
+    name: str = Field(pattern=UNIT_LABEL_PATTERN, max_length=NAME_MAX_CHARS)
     type: str
     model: Annotated[str | None, MODEL] = None
     client_model: str | None = None
@@ -586,22 +590,25 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
             )
     if not units_raw:
         errors.add((), "the workflow defines no application units")
+    bad_units: set[str] = set()
     for key, (unit, origin) in units_raw.items():
         task = isinstance(unit, _Relocated)
-        problem = name_problem(key, "task" if task else "unit")
+        # Without 'workflows:' each unit is a node of its own name: an identifier, as tasks are.
+        problem = name_problem(key, "task" if task else "unit", label=not task and nodes_raw is not None)
         if problem:
             errors.add((*origin, "name") if task else origin, problem)
+            bad_units.add(key)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
 
     applications: dict[str, Application] = {}
     for unit_name, (unit, origin) in units_raw.items():
-        if name_problem(unit_name, "unit"):
+        if unit_name in bad_units:
             continue  # reported above
         app = _build_unit(unit_name, unit, origin, errors)
         if app is not None:
             applications[unit_name] = app
 
-    nodes = _build_nodes(nodes_raw, units_raw, errors)
+    nodes = _build_nodes(nodes_raw, units_raw, errors, bad_units)
     _check_graph(nodes, units_raw, errors)
     if errors.errors:
         return None
@@ -616,10 +623,17 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
     return None if errors.errors else workflow
 
 
-def name_problem(name: str, what: str) -> str | None:
-    """Return why ``name`` cannot name a unit or node (a sentence), or None when it is an identifier."""
-    if NAME_RE.fullmatch(name) and len(name) <= NAME_MAX_CHARS:
+def name_problem(name: str, what: str, label: bool = False) -> str | None:
+    """Return why ``name`` cannot name a node or unit (a sentence), or None when it is an identifier
+    (or, with ``label``, a native unit label such as ``Brainstorm (chatbot)``)."""
+    if (UNIT_LABEL_RE if label else NAME_RE).fullmatch(name) and len(name) <= NAME_MAX_CHARS:
         return None
+    if label:
+        return (
+            f"unit name {json.dumps(name[: NAME_MAX_CHARS + 8], ensure_ascii=False)} is not an identifier "
+            "or label: use letters, digits, spaces and '_ - ( ) .', starting with a letter or digit, at "
+            f"most {NAME_MAX_CHARS} characters"
+        )
     shown = json.dumps(
         name if len(name) <= NAME_MAX_CHARS + 8 else name[: NAME_MAX_CHARS + 8] + "...", ensure_ascii=False
     )
@@ -813,7 +827,10 @@ def _pydantic_errors(
 
 
 def _build_nodes(
-    nodes_raw: Any, units: Mapping[str, tuple[Mapping[str, Any], Path_]], errors: _Collector
+    nodes_raw: Any,
+    units: Mapping[str, tuple[Mapping[str, Any], Path_]],
+    errors: _Collector,
+    bad_units: set[str],
 ) -> dict[str, Node]:
     implicit = nodes_raw is None
     if nodes_raw is None:
@@ -829,7 +846,7 @@ def _build_nodes(
             errors.add(("workflows",), f"node name {node_name!r} must be a string")
             continue
         problem = name_problem(node_name, "node")
-        if problem and node_name not in units:  # a unit's name problem is reported at the unit
+        if problem and node_name not in bad_units:  # a unit's name problem is reported at the unit
             errors.add(path, problem)
         folded = node_name.lower()
         if folded in seen and problem is None:

@@ -145,7 +145,7 @@ def clips_of(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[Clip]:
     return clips
 
 
-def check(unit: Application, files: FilePolicy) -> list[str]:
+def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: the model, the audio files and transcripts."""
     opts: Any = unit.options
     try:

@@ -57,7 +57,7 @@ def prompts_input(unit: Application) -> Input:
     return unit_input(unit, ("prompts", "dataset"), "image_prompts.jsonl")
 
 
-def check(unit: Application, files: FilePolicy) -> list[str]:
+def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: its model and its prompts file."""
     try:
         files.check_unit_model(unit)

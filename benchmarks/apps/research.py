@@ -194,7 +194,7 @@ def _inputs(unit: Application) -> tuple[Input, Input]:
     )
 
 
-def check(unit: Application, files: FilePolicy) -> list[str]:
+def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: its model, questions and documents."""
     try:
         files.check_unit_model(unit)

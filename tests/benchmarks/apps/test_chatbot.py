@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.apps.chatbot import check, load_prompts
+from benchmarks.apps.datasets import Input
 from benchmarks.models import resolve
 
 CHAT = """
@@ -43,7 +44,7 @@ def test_replies_stream_with_ttft_tpot_and_token_counts_equal_to_llama_cpp(run_d
 
     bare = Llama(model_path=str(resolve("smollm2-135m", ("gguf",), "t").path), n_ctx=2048, verbose=False)
     stopped_early = 0
-    for record, turn in zip(records, load_prompts(prompts), strict=True):
+    for record, turn in zip(records, load_prompts(Input("chat", "prompts", prompts)), strict=True):
         m, info = record["metrics"], record["info"]
         assert m["ttft"] > 0 and m["tpot"] > 0 and m["e2e"] >= m["ttft"]
         assert len(record["series"]["itl"]) == info["tokens_out"] - 1
@@ -80,20 +81,20 @@ def test_a_bad_prompts_file_is_reported_with_its_line(tmp_path, make_unit):
     bad.write_text('{"prompt": "fine"}\n{"prompt": \n')
     problems = check(make_unit(CHAT.format(max_tokens=4, backend="llama_cpp", prompts=bad)))
     assert len(problems) == 1
-    assert str(bad) in problems[0] and "line 2" in problems[0] and "not valid JSON" in problems[0]
+    assert problems[0].startswith("field 'prompts' of unit 'chat', line 2: not valid JSON (")
 
 
 def test_a_prompt_without_messages_or_prompt_is_reported(tmp_path):
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"text": "hi"}\n')
     with pytest.raises(ValueError, match=r"entry 2: needs 'messages'"):
-        load_prompts(bad)
+        load_prompts(Input("chat", "prompts", bad))
 
 
 def test_the_shipped_prompts_are_chat_turns():
     from benchmarks.apps.datasets import DATA_DIR
 
-    turns = load_prompts(DATA_DIR / "prompts.jsonl")
+    turns = load_prompts(Input("chat", None, DATA_DIR / "prompts.jsonl"))
     assert len(turns) >= 20
     assert all(turn[-1]["role"] == "user" for turn in turns)
 

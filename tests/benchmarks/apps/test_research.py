@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.apps.datasets import DATA_DIR, Input
 from benchmarks.apps.research import Library, action_grammar, calculate, check
 from benchmarks.runner import run_workflow
 from benchmarks.spec import load_yaml
@@ -32,7 +32,10 @@ def test_the_agent_calls_a_tool_and_answers(run_driver, tmp_path):
     (record,) = run.records
     info = record["info"]
     assert info["tool_calls"] >= 1
-    assert info["trace"][0]["action"] == "search" and info["trace"][0]["observation"]
+    assert info["trace"][0]["action"] == "search" and info["trace"][0]["observation_chars"] > 0
+    # The question's entry, not its text, and no document text: file contents stay out of results.
+    assert info["question_index"] == 0 and "question" not in info
+    assert all("observation" not in step for step in info["trace"])
     assert info["answer"].strip()
     assert info["llm_calls"] == 1 + info["steps"]  # the plan, then one call per step
     assert info["tokens_in"] > info["tokens_out"] > 0
@@ -86,7 +89,7 @@ workflows:
 
 
 def test_search_ranks_the_document_that_answers_first():
-    library = Library(DATA_DIR / "documents")
+    library = Library(Input("research", None, DATA_DIR / "documents"))
     assert library.search("real-time factor live captions whisper")[0][0] == "speech-recognition"
     assert library.search("zzzz qqqq") == []
 
@@ -102,7 +105,7 @@ def test_the_calculator_does_arithmetic_and_nothing_else():
 def test_every_action_grammar_compiles_in_llama_cpp():
     from llama_cpp import LlamaGrammar
 
-    ids = list(Library(DATA_DIR / "documents").docs)
+    ids = list(Library(Input("research", None, DATA_DIR / "documents")).docs)
     for actions in (("plan",), ("search",), ("read",), ("answer",), ("search", "read", "calc", "answer")):
         LlamaGrammar.from_string(action_grammar(actions, ids), verbose=False)
 
@@ -112,6 +115,6 @@ def test_a_missing_documents_folder_and_bad_questions_are_both_reported(make_uni
     questions.write_text('{"question": ""}\n')
     problems = check(make_unit(RESEARCH + f"  questions: {questions}\n  documents: {tmp_path / 'none'}\n"))
     assert problems == [
-        f"questions file {questions}, entry 1: 'question' must be a non-empty string",
-        f"documents folder {tmp_path / 'none'} does not exist",
+        "field 'questions' of unit 'research', entry 1: 'question' must be a non-empty string",
+        "field 'documents' of unit 'research': no such folder",
     ]

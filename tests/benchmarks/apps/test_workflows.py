@@ -151,5 +151,7 @@ def test_a_workflow_in_the_original_format_loads_and_its_missing_files_are_named
     assert problems[1].startswith(
         "unit 'Analysis (deep_research)': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
     )
-    audio = "/datasets/earnings/chunk_002.wav"
-    assert problems[2] == f"unit 'Generating Captions (live_captions)': audio file {audio} does not exist"
+    assert (
+        problems[2]
+        == "field 'client_command_file' of unit 'Generating Captions (live_captions)': no such file"
+    )
