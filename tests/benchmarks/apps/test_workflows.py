@@ -75,7 +75,7 @@ def test_the_cli_reports_a_bad_audio_file_once_and_exits_2(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2
-    lines = [line for line in done.stderr.splitlines() if str(bad) in line]
+    lines = [line for line in done.stderr.splitlines() if bad.name in line]
     assert len(lines) == 1 and "not readable audio" in lines[0] and "unit 'captions'" in lines[0]
     assert no_children_left()
 
