@@ -132,9 +132,14 @@ CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results"
 # A workflow submitted here is untrusted: every file it names (model, prompts, audio, reference,
 # trace, documents, dataset) must lie under one of these folders, checked when it is saved, when a
 # run is launched and again by the worker. Comma-separated lists; the defaults are the packaged data
-# folder, the packaged models' folders and the engine's model cache (CB_CACHE_DIR).
-CB_DATA_DIRS = [Path(p) for p in env.list("CB_DATA_DIRS", default=[str(p) for p in default_data_dirs()])]
-CB_MODEL_DIRS = [Path(p) for p in env.list("CB_MODEL_DIRS", default=[str(p) for p in default_model_dirs()])]
+# folder, the packaged models' folders and the engine's model cache (CB_CACHE_DIR). An empty value
+# means the default (an empty entry must never become the working directory).
+CB_DATA_DIRS = [
+    Path(p.strip()) for p in env.list("CB_DATA_DIRS", default=[]) if p.strip()
+] or default_data_dirs()
+CB_MODEL_DIRS = [
+    Path(p.strip()) for p in env.list("CB_MODEL_DIRS", default=[]) if p.strip()
+] or default_model_dirs()
 
 # --------------------------------------------------------------------------------------------------
 # Authentication and access
