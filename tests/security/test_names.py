@@ -82,7 +82,7 @@ def test_the_editor_refuses_a_node_name_that_is_not_an_identifier(alice: Any) ->
         *saved.context["general_errors"],
         *(e for f in saved.context["formset"].forms for e in f.non_field_errors()),
     ]
-    assert any(f'"../../x" {RULE}' in e for e in shown), shown
+    assert any('"../../x" is not an identifier' in e for e in shown), shown
     assert Workflow.objects.count() == 0
 
 
