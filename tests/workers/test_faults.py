@@ -441,6 +441,13 @@ def test_postgres_down_with_a_run_running_and_runs_queued_loses_nothing_and_fail
     assert deployment.stored_requests(running) == 200
     assert all(deployment.stored_requests(q) == 10 for q in queued)
     assert all(deployment.claims(i) == 1 for i in [running, *queued])
+    # The faults did happen where they were aimed: the running run buffered through the outage, and
+    # a claim met the database down and was retried.
+    logs = {name: path.read_text(errors="replace") for name, path in deployment.workers_seen()}
+    assert f"run {running}: database unavailable" in logs["w-pg-1"]
+    assert re.search(
+        r"Task workers\.execute_run\[[^\]]+\] retry: Retry in \d+s: OperationalError", logs["w-pg-2"]
+    )
 
 
 def test_a_run_submitted_while_the_broker_is_down_is_kept_and_runs_once_the_broker_is_back(
