@@ -74,6 +74,12 @@ class RunSweeper:
         if self.connected_since is None:
             self.connected_since = now
         for run_id in taken:
+            if out.not_sent:
+                # The broker refused the previous run: it would refuse this one too, after its own
+                # publish retries. Left for the next sweep.
+                services.run_dispatch_failed(run_id=run_id)
+                out.not_sent.append(run_id)
+                continue
             try:
                 self.send(run_id)
             except Exception as exc:

@@ -21,8 +21,10 @@ class Sent:
     def __init__(self) -> None:
         self.ids: list[int] = []
         self.down = False
+        self.attempts = 0
 
     def __call__(self, run_id: int) -> None:
+        self.attempts += 1
         if self.down:
             raise ConnectionRefusedError("broker down")
         self.ids.append(run_id)
@@ -76,18 +78,20 @@ def test_two_sweepers_at_once_send_a_run_once(alice: Any, make_workflow: Any, ma
     assert run_take_for_dispatch(resend_after_s=60) == []
 
 
-def test_with_the_broker_down_the_run_stays_queued_unsent_and_the_next_sweep_sends_it(
+def test_with_the_broker_down_the_runs_stay_queued_unsent_and_the_next_sweep_sends_them(
     alice: Any, make_workflow: Any, make_run: Any
 ) -> None:
-    run = make_run(make_workflow(alice), alice)
+    runs = [make_run(make_workflow(alice, name=f"w{i}"), alice) for i in range(3)]
+    ids = [r.pk for r in runs]
     sent = Sent()
     sweeper = RunSweeper(sent)
     sent.down = True
     sweep = sweeper.sweep()
-    assert (sweep.sent, sweep.not_sent) == ([], [run.pk])
-    assert Run.objects.get(pk=run.pk).dispatched_at is None
+    assert (sweep.sent, sweep.not_sent) == ([], ids)
+    assert sent.attempts == 1  # the first refusal stands for the others: no wait per run
+    assert list(Run.objects.filter(pk__in=ids).values_list("dispatched_at", flat=True)) == [None] * 3
     sent.down = False
-    assert sweeper.sweep().sent == [run.pk]
+    assert sweeper.sweep().sent == ids
 
 
 def test_marking_a_run_dispatched_holds_off_the_sweeper(
