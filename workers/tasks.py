@@ -81,7 +81,9 @@ def with_db_retry(fn: Callable[[], T], *, what: str) -> T:
                 raise
             log.warning("%s: database unavailable (%s); retrying in %g s", what, exc, delay)
             time.sleep(delay)
-            delay = min(2 * delay, 10.0)
+            # Never slower than the heartbeat: once the database is back, the write lands before
+            # the sweeper could take the run's silence for a lost worker.
+            delay = min(2 * delay, float(settings.CB_HEARTBEAT_S))
 
 
 class DatabaseSink:

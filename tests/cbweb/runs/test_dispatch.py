@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from cbweb.runs.dispatch import run_enqueue
+from cbweb.runs.models import Run
 from workers.celery import app
 
 
@@ -36,4 +38,32 @@ def test_a_run_the_broker_cannot_take_stays_queued_unsent_without_an_error_withi
     run_enqueue(run.pk)  # what the commit of run_create calls
     assert time.monotonic() - started < 5
     run.refresh_from_db()
+    assert run.status == "queued" and run.dispatched_at is None
+
+
+def test_the_api_answers_201_with_the_run_queued_when_the_broker_is_down(
+    broker_down: None, api: Any, make_workflow: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    workflow = make_workflow(alice)
+    with django_capture_on_commit_callbacks(execute=True) as sent:
+        response = api.post("/api/v1/runs/", {"workflow": workflow.pk}, format="json")
+    assert len(sent) == 1  # the send was tried, and refused
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.status == "queued" and run.dispatched_at is None
+
+
+def test_the_launch_form_queues_the_run_and_redirects_to_it_when_the_broker_is_down(
+    broker_down: None, make_workflow: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    workflow = make_workflow(alice)
+    client = Client()
+    client.force_login(alice)
+    version = workflow.versions.get().pk
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/runs/launch/{workflow.pk}/", {"version": version, "scheduler": "greedy", "repeats": 1}
+        )
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
     assert run.status == "queued" and run.dispatched_at is None
