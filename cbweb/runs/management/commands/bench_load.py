@@ -177,6 +177,7 @@ class Command(BaseCommand):
 
         # 1. Reads: every client starts at once (a barrier), then reads in turn.
         latencies: list[float] = []
+        by_path: dict[str, list[float]] = {p: [] for p in paths}
         errors: list[int] = []
         lock = threading.Lock()
         barrier = threading.Barrier(o["clients"])
@@ -184,9 +185,11 @@ class Command(BaseCommand):
         def reader(k: int) -> None:
             barrier.wait()
             for i in range(o["reads"]):
-                code, _, seconds = client.call("GET", paths[(k + i) % len(paths)])
+                path = paths[(k + i) % len(paths)]
+                code, _, seconds = client.call("GET", path)
                 with lock:
                     latencies.append(seconds)
+                    by_path[path].append(seconds)
                     if code != 200:
                         errors.append(code)
 
@@ -234,7 +237,8 @@ class Command(BaseCommand):
         sub_ms = [1000 * s for s in submit_latencies] or [0.0]
         self.stdout.write(
             f"loopback load: {o['clients']} concurrent clients x {o['reads']} reads, "
-            f"{o['submissions']} concurrent submissions; {client.url}"
+            f"{o['submissions']} concurrent submissions; {client.url}; {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.1f}"
         )
         rows = [
             ("reads (run list, run detail, run page, workflow list)", len(ms), _percentile(ms, 0.5),
@@ -245,6 +249,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{'what':<56} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>6}  rate"
         )
+        for path, values in by_path.items():
+            path_ms = [1000 * s for s in values]
+            rows.append(
+                (f"  GET {path}", len(path_ms), _percentile(path_ms, 0.5), _percentile(path_ms, 0.99),
+                 max(path_ms), 0, ""),
+            )  # fmt: skip
         for what, n, p50, p99, top, bad, rate in rows:
             self.stdout.write(f"{what:<56} {n:>5} {p50:>8.0f} {p99:>8.0f} {top:>8.0f} {bad:>6}  {rate}")
         counts = {s: sum(1 for r in ended.values() if r["status"] == s) for s in ENDED}
