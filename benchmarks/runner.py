@@ -11,9 +11,11 @@ Semantics (docs/workflow-format.md):
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
+import sys
 import tempfile
 import threading
 import traceback
@@ -566,6 +568,32 @@ def _exit_reason(code: int | None) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+# prctl(2) option: the signal this process gets when the thread that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> bool:
+    """Have the kernel SIGKILL this process when the one that started it dies; return True if armed.
+
+    An application process must not outlive its runner: a worker killed with SIGKILL (OOM killer,
+    ``kill -9``) runs no clean-up, and a model load or a long request would go on holding the GPU and
+    memory with nobody to report to. Linux only (prctl PR_SET_PDEATHSIG; elsewhere the process stops at
+    its next event, when the pipe to the runner breaks). The signal follows the *thread* that started
+    the process: the runner starts every application from the thread that called ``run_workflow``,
+    which waits for them all before it returns. Exits at once if the parent is already gone.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    parent = mp.parent_process()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return False
+    # The parent may have died between our start and the prctl call: then we were already adopted.
+    if parent is not None and parent.pid != os.getppid():
+        os._exit(1)
+    return True
+
+
 def app_process_main(
     node: str,
     unit: Application,
@@ -582,6 +610,7 @@ def app_process_main(
     """Entry point of an application process: load, wait for ``go_event`` when given (the runner sets
     it once the nodes started with this one have loaded: start_together), run the requests, report,
     close."""
+    die_with_parent()
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -213,6 +213,52 @@ if CB_WORKER_LOST_AFTER_S < 3 * CB_HEARTBEAT_S:
     )
 
 # --------------------------------------------------------------------------------------------------
+# Reliability: runs are never lost (docs/operations.md)
+# --------------------------------------------------------------------------------------------------
+
+# The sweeper (`manage.py sweep_runs`, the docker-compose `sweeper` service; the local executor's
+# thread without a broker) repairs runs every CB_SWEEP_S: a queued run never handed to the broker (the
+# broker was down at submit) is sent at the next sweep, one sent more than CB_REDISPATCH_AFTER_S ago
+# is sent again (the broker may have lost it; a duplicate finds the run claimed and does nothing), and
+# a running run whose heartbeat is older than CB_WORKER_LOST_AFTER_S is failed (worker lost).
+CB_SWEEP_S = env.float("CB_SWEEP_S", default=10.0)
+CB_REDISPATCH_AFTER_S = env.float("CB_REDISPATCH_AFTER_S", default=120.0)
+# How long a worker keeps retrying a database write it cannot lose (the final result, a failure)
+# while PostgreSQL restarts; progress and telemetry writes are retried with the run's next flush.
+CB_DB_RETRY_S = env.float("CB_DB_RETRY_S", default=300.0)
+if CB_SWEEP_S <= 0 or CB_REDISPATCH_AFTER_S < CB_SWEEP_S:
+    raise environ.ImproperlyConfigured(
+        f"CB_SWEEP_S={CB_SWEEP_S:g} must be positive and CB_REDISPATCH_AFTER_S={CB_REDISPATCH_AFTER_S:g} "
+        "at least as long: a run is re-sent at most once per sweep"
+    )
+# Redis hands an unacknowledged message to another worker after its visibility timeout. A run's
+# message is acknowledged when the run ends (acks late), so the timeout must outlast the longest run,
+# or a second worker would receive it mid-run (it would find the run claimed and do nothing, but the
+# message would be delivered again and again). Lost messages are the sweeper's job, not Redis's.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(CB_RUN_TIME_LIMIT_S + CB_RUN_HARD_LIMIT_GRACE_S + 3600),
+}
+# A worker whose broker restarts reconnects forever (a run in progress goes on meanwhile); the web
+# process gives up publishing after about a second: the run stays queued and the sweeper sends it.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
+# A worker lost mid-task leaves its message unacknowledged, to be redelivered (acks late); a task that
+# met a database error before its claim is retried with backoff (workers/tasks.py).
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# The run in progress goes on when the broker connection drops; its message's later redelivery finds
+# the run claimed and does nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+
+# --------------------------------------------------------------------------------------------------
 # Logging
 # --------------------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import socket
@@ -46,11 +47,24 @@ def _missing(marker: str) -> str | None:
         return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
     if marker == "gpu" and not _gpu_present():
         return "no NVIDIA GPU visible"
+    if marker == "faults":
+        return _fault_tools_missing()
+    return None
+
+
+def _fault_tools_missing() -> str | None:
+    # Fault tests start (and stop) their own servers: they need the server programs, not the services.
+    if not shutil.which("redis-server"):
+        return "redis-server is not installed"
+    if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+        return "PostgreSQL server programs (initdb, pg_ctl) are not installed"
+    if os.geteuid() == 0 and not shutil.which("runuser"):
+        return "running as root without runuser to start PostgreSQL as the postgres user"
     return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for marker in ("postgres", "broker", "browser", "gpu"):
+    for marker in ("postgres", "broker", "browser", "gpu", "faults"):
         if item.get_closest_marker(marker) is None:
             continue
         reason = _missing(marker)

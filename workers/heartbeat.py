@@ -1,11 +1,10 @@
-"""The worker's heartbeat: keep its platform live and reap runs whose worker was lost.
+"""The worker's heartbeat: keep its platform live.
 
-A thread of the worker process (started when Celery says the worker is ready) does, every
-``CB_HEARTBEAT_S``: register or refresh the worker's Platform (fingerprint, queue, ``last_seen_at``),
-then ``run_reap``: any running run whose own heartbeat (written by the run's DatabaseSink) is older
-than ``CB_WORKER_LOST_AFTER_S`` is marked failed. Every worker reaps, so a worker killed with SIGKILL
-mid-run is noticed by any other worker, or by itself once restarted, within
-``CB_WORKER_LOST_AFTER_S + CB_HEARTBEAT_S``.
+A thread of the worker process (started when Celery says the worker is ready) registers or refreshes
+the worker's Platform (fingerprint, queue, ``last_seen_at``) every ``CB_HEARTBEAT_S``; the launch
+form offers the platforms heard from within ``CB_WORKER_LOST_AFTER_S``. A running run has a heartbeat
+of its own (``Run.heartbeat_at``, written by the run's DatabaseSink); the sweeper, outside the
+workers (``cbweb/runs/sweeper.py``), fails a run whose heartbeat stopped, even if no worker is left.
 """
 
 from __future__ import annotations
@@ -47,18 +46,11 @@ class WorkerHeartbeat:
             cls._current.thread.join(timeout=5)
             cls._current = None
 
-    def beat(self) -> list[int]:
-        """Refresh the platform and reap lost runs; return the ids of the runs reaped."""
-        from django.conf import settings
-
+    def beat(self) -> None:
+        """Register or refresh this worker's platform."""
         from cbweb.platforms.services import platform_register
-        from cbweb.runs.services import run_reap
 
         platform_register(fingerprint=self.fingerprint, queue=self.queue)
-        reaped = run_reap(lost_after_s=settings.CB_WORKER_LOST_AFTER_S)
-        for run_id in reaped:
-            log.warning("run %s: its worker was lost; marked failed", run_id)
-        return reaped
 
     def _loop(self) -> None:
         from django.conf import settings

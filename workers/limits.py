@@ -69,7 +69,7 @@ class HardLimit:
         self.timer.cancel()
 
     def _fire(self) -> None:
-        from django.db import connection
+        from django.db import DatabaseError, connection
 
         from cbweb.runs.services import run_fail
 
@@ -83,8 +83,12 @@ class HardLimit:
                 error=f"hard time limit of {self.seconds:g} s exceeded: the engine did not stop in time "
                 "and its processes were killed",
             )
+        except DatabaseError:
+            # The processes are killed all the same; the sweeper fails the run once its heartbeat stops.
+            log.exception("run %s: could not be marked failed", self.run_id)
         finally:
-            connection.close()
+            with contextlib.suppress(DatabaseError):
+                connection.close()
         for proc in psutil.Process().children(recursive=True):
             if proc.pid not in self.before:
                 with contextlib.suppress(psutil.NoSuchProcess):

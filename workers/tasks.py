@@ -7,13 +7,17 @@ the web app's local executor (no broker configured).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, InterfaceError, OperationalError
 
 from benchmarks import clock
 from workers.celery import DEFAULT_QUEUE, GPU_QUEUE, app
@@ -40,6 +44,46 @@ CANCEL_POLL_S = 0.5
 # being killed at the end of the grace period and failed by the reaper without its requests.
 WORKER_SHUTDOWN = threading.Event()
 SHUTDOWN_REASON = "the worker was shut down during the run; the data measured until then is kept"
+# What a database restart or a dropped connection raises; other database errors are bugs, not blips.
+DB_DOWN = (OperationalError, InterfaceError)
+# After a failed write the sink waits before trying again, doubling from the first to the last delay:
+# the runner calls it every 50 ms, and each try against a database that is down costs a connection
+# attempt. Two seconds at most, so a run's heartbeat is back within seconds of the database.
+DB_BACKOFF_S = (0.25, 2.0)
+
+T = TypeVar("T")
+
+
+def _drop_connection() -> None:
+    """Close this thread's database connection after an error, so that the next query reconnects."""
+    from django.db import connection
+
+    with contextlib.suppress(DatabaseError):
+        connection.close()
+
+
+def with_db_retry(fn: Callable[[], T], *, what: str) -> T:
+    """Return ``fn()``, retrying with backoff for up to ``CB_DB_RETRY_S`` while the database is down.
+
+    For the writes a run cannot lose (its result, its failure): a PostgreSQL restart delays them.
+    Raises the last database error once the time is up; other errors at once.
+    """
+    from django.conf import settings
+
+    deadline = clock.now() + float(settings.CB_DB_RETRY_S)
+    delay = DB_BACKOFF_S[0]
+    while True:
+        try:
+            return fn()
+        except DB_DOWN as exc:
+            _drop_connection()
+            if clock.now() + delay > deadline:
+                raise
+            log.warning("%s: database unavailable (%s); retrying in %g s", what, exc, delay)
+            time.sleep(delay)
+            # Never slower than the heartbeat: once the database is back, the write lands before
+            # the sweeper could take the run's silence for a lost worker.
+            delay = min(2 * delay, float(settings.CB_HEARTBEAT_S))
 
 
 class DatabaseSink:
@@ -54,6 +98,11 @@ class DatabaseSink:
         self.telemetry = TelemetryBuffer(chunk_samples=LIVE_CHUNK_SAMPLES)
         self.last_progress = self.last_telemetry = self.last_cancel_check = clock.now()
         self.cancelled = False
+        # Telemetry chunks a write could not store (the database was down), by (source, metric, seq):
+        # sent again with the next flush, the newer copy of a chunk replacing the older.
+        self.unsaved: dict[tuple[str, str, int], Any] = {}
+        self.db_retry_at = 0.0
+        self.db_backoff = 0.0
         # Without any event (a long request, the monitor off) progress is still written this often,
         # so the run's heartbeat shows the reaper that its worker is alive.
         from django.conf import settings
@@ -75,24 +124,62 @@ class DatabaseSink:
         if now - self.last_telemetry >= TELEMETRY_FLUSH_S:
             self.flush_telemetry()
 
-    def flush_progress(self) -> None:
+    def _write(self, what: str, fn: Callable[[], T]) -> tuple[bool, T | None]:
+        """Run a database call unless backing off; return (done, its value). A blip is not an error:
+        the run goes on, the data stays buffered and the next due write sends it."""
+        now = clock.now()
+        if now < self.db_retry_at:
+            return False, None
+        try:
+            value = fn()
+        except DB_DOWN as exc:
+            _drop_connection()
+            if not self.db_backoff:
+                log.warning("run %s: database unavailable (%s); buffering %s", self.run_id, exc, what)
+            self.db_backoff = min(max(DB_BACKOFF_S[0], 2 * self.db_backoff), DB_BACKOFF_S[1])
+            self.db_retry_at = now + self.db_backoff
+            return False, None
+        if self.db_backoff:
+            log.warning("run %s: database back; writing again", self.run_id)
+        self.db_backoff = self.db_retry_at = 0.0
+        return True, value
+
+    def flush_progress(self) -> bool:
+        """Write the progress and the run's heartbeat; return False when the database is down."""
         from cbweb.runs.services import run_progress
 
-        run_progress(run_id=self.run_id, progress=self.progress.state)
-        self.progress.changed = False
-        self.last_progress = clock.now()
+        done, _ = self._write(
+            "progress", lambda: run_progress(run_id=self.run_id, progress=self.progress.state)
+        )
+        if done:
+            self.progress.changed = False
+            self.last_progress = clock.now()
+        return done
 
-    def flush_telemetry(self) -> None:
+    def flush_telemetry(self) -> bool:
+        """Write new telemetry chunks and those a failed write kept; False when the database is down."""
         from cbweb.runs.services import run_store_telemetry
 
-        chunks = self.telemetry.take()
-        if chunks:
-            run_store_telemetry(run_id=self.run_id, chunks=chunks)
+        for chunk in self.telemetry.take():
+            self.unsaved[(chunk.source, chunk.metric, chunk.seq)] = chunk
         self.last_telemetry = clock.now()
+        if not self.unsaved:
+            return True
+        chunks = list(self.unsaved.values())
+        done, _ = self._write("telemetry", lambda: run_store_telemetry(run_id=self.run_id, chunks=chunks))
+        if done:
+            self.unsaved.clear()
+        return done
 
     def flush(self) -> None:
-        self.flush_progress()
-        self.flush_telemetry()
+        """Write everything still buffered, waiting for the database (up to CB_DB_RETRY_S) if it is down."""
+
+        def both() -> None:
+            self.db_retry_at = 0.0
+            if not (self.flush_progress() and self.flush_telemetry()):
+                raise OperationalError("the database is still unavailable")
+
+        with_db_retry(both, what=f"run {self.run_id}: final progress and telemetry")
 
     def cancel_requested(self) -> bool:
         """The runner's cancel callable: reads the run's cancel flag (at most every CANCEL_POLL_S)."""
@@ -102,7 +189,8 @@ class DatabaseSink:
         if WORKER_SHUTDOWN.is_set():
             self.cancelled = True
         elif not self.cancelled and now - self.last_cancel_check >= CANCEL_POLL_S:
-            self.cancelled = run_cancel_requested(run_id=self.run_id)
+            _, asked = self._write("cancel poll", lambda: run_cancel_requested(run_id=self.run_id))
+            self.cancelled = bool(asked)
             self.last_cancel_check = now
         # The runner calls this every 50 ms even when no event arrives: pending progress goes out too.
         self.tick()
@@ -121,15 +209,25 @@ def run_execute(*, run_id: int, worker: str) -> str:
     from cbweb.runs.models import Run
     from cbweb.workflows.services import file_policy
 
+    # A database error here propagates: the run is still queued, and the task is retried.
     if not services.run_claim(run_id=run_id, worker=worker):
         log.info("run %s: not claimed (already taken, cancelled or gone)", run_id)
         return "skipped"
+    log.info("run %s: claimed by %s", run_id, worker)
     try:
-        run = Run.objects.select_related("workflow_version__workflow").get(pk=run_id)
+        run = with_db_retry(
+            lambda: Run.objects.select_related("workflow_version__workflow").get(pk=run_id),
+            what=f"run {run_id}: loading",
+        )
         from benchmarks.spec import from_dict
 
         workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
-        services.run_set_platform(run_id=run_id, platform=platform_register(fingerprint=fingerprint()))
+        with_db_retry(
+            lambda: services.run_set_platform(
+                run_id=run_id, platform=platform_register(fingerprint=fingerprint())
+            ),
+            what=f"run {run_id}: recording its platform",
+        )
         out_dir = Path(settings.CB_RESULTS_DIR) / f"run-{run_id}"
         sink = DatabaseSink(run_id, workflow)
         limits = run_time_limits(workflow)
@@ -149,17 +247,35 @@ def run_execute(*, run_id: int, worker: str) -> str:
         if WORKER_SHUTDOWN.is_set() and result.get("status") == "cancelled":
             result = {**result, "status": "failed", "reason": SHUTDOWN_REASON}
         write_bundle(result, out_dir)
-        return str(services.run_finish(run_id=run_id, result=result, bundle_dir=str(out_dir)).status)
+        # The bundle is on disk; the result goes to the database as soon as the database takes it.
+        finished = with_db_retry(
+            lambda: services.run_finish(run_id=run_id, result=result, bundle_dir=str(out_dir)),
+            what=f"run {run_id}: storing its result",
+        )
+        return str(finished.status)
     except services.RunStateError as exc:
         log.warning("run %s: %s", run_id, exc)
         return "lost"
     except Exception as exc:
         log.exception("run %s failed", run_id)
-        services.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+        with_db_retry(lambda: services.run_fail(run_id=run_id, error=error), what=f"run {run_id}: failing it")
         return "failed"
 
 
-@app.task(name="workers.execute_run", bind=True, acks_late=True)
+@app.task(
+    name="workers.execute_run",
+    bind=True,
+    acks_late=True,
+    # The database was unreachable before the claim (PostgreSQL restarting): the run is still queued,
+    # so the task is sent again with growing delays (1, 2, 4 ... 60 s) instead of being acknowledged
+    # as done. Should every try fail, the sweeper re-sends the run later.
+    autoretry_for=DB_DOWN,
+    retry_backoff=1,
+    retry_backoff_max=60,
+    retry_jitter=False,
+    max_retries=20,
+)
 def execute_run(self: Any, run_id: int) -> str:
     """Celery task: execute one run by id (a duplicate delivery finds it claimed and does nothing).
 

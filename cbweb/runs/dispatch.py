@@ -1,12 +1,14 @@
 """Handing queued runs to an executor: Celery (a broker is configured) or a local background thread.
 
 The local executor is the zero-setup default (``make demo``, the dev server): one daemon thread per
-web process executes runs one at a time, like a worker with concurrency 1. It claims runs with the
-same atomic ``run_claim`` as Celery workers, so two processes never execute the same run.
+web process executes runs one at a time, like a worker with concurrency 1, and a second one sweeps
+(``cbweb/runs/sweeper.py``). It claims runs with the same atomic ``run_claim`` as Celery workers, so
+two processes never execute the same run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -14,19 +16,44 @@ import socket
 import threading
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 
 log = logging.getLogger(__name__)
 
 
-def run_enqueue(run_id: int) -> None:
-    """Send a queued run to the configured executor (called after the transaction commits)."""
+def run_dispatch(run_id: int) -> None:
+    """Hand a queued run to the configured executor now; raises when the broker cannot take it."""
     if settings.CB_RUN_EXECUTOR == "celery":
         from workers.tasks import run_send
 
         run_send(run_id)
     else:
         LocalExecutor.instance().submit(run_id)
+
+
+def run_enqueue(run_id: int) -> None:
+    """Send a run just queued (called after the transaction commits); never raises.
+
+    With the broker down the run stays queued, not marked as sent, and the sweeper sends it once the
+    broker is back: the submitter gets their run (201), not an error for a row that was committed.
+    """
+    from cbweb.runs.services import run_mark_dispatched
+
+    try:
+        run_dispatch(run_id)
+    except Exception as exc:
+        log.warning(
+            "run %s: the broker did not take it (%s: %s); the sweeper will send it",
+            run_id,
+            type(exc).__name__,
+            exc,
+        )
+        return
+    try:
+        run_mark_dispatched(run_id=run_id)
+    except DatabaseError:
+        # Sent but not marked: the sweeper sends it once more, which the claim makes harmless.
+        log.warning("run %s: sent, but its dispatch time was not stored", run_id)
 
 
 class LocalExecutor:
@@ -37,6 +64,7 @@ class LocalExecutor:
 
     def __init__(self) -> None:
         from cbweb.runs.models import Run
+        from cbweb.runs.sweeper import RunSweeper
 
         self.queue: queue.Queue[int] = queue.Queue()
         self.worker = f"{socket.gethostname()}:{os.getpid()}:local"
@@ -47,6 +75,12 @@ class LocalExecutor:
             self.queue.put(run_id)
         self.thread = threading.Thread(target=self._loop, name="cb-local-executor", daemon=True)
         self.thread.start()
+        # Without a broker this process is also the sweeper: runs left running by a process that died
+        # (a restarted dev server) are failed, queued runs nobody executes are picked up. Its own
+        # thread, so that a long run does not hold it up.
+        self.sweeper = RunSweeper(self.submit)
+        self.sweeping = threading.Thread(target=self.sweeper.forever, name="cb-run-sweeper", daemon=True)
+        self.sweeping.start()
 
     @classmethod
     def instance(cls) -> LocalExecutor:
@@ -59,25 +93,18 @@ class LocalExecutor:
         self.queue.put(run_id)
 
     def _loop(self) -> None:
-        from cbweb.runs.services import run_reap
         from workers.tasks import run_execute
 
         while True:
-            try:
-                run_id: int | None = self.queue.get(timeout=settings.CB_HEARTBEAT_S)
-            except queue.Empty:
-                run_id = None
+            run_id = self.queue.get()
             close_old_connections()
             try:
-                # Runs left running by a process that died (a restarted dev server) are failed here,
-                # as a Celery worker's heartbeat does (workers/heartbeat.py).
-                run_reap(lost_after_s=settings.CB_WORKER_LOST_AFTER_S)
-                if run_id is not None:
-                    run_execute(run_id=run_id, worker=self.worker)
+                run_execute(run_id=run_id, worker=self.worker)
             except Exception:
-                # run_execute records failures on the run; this only guards the thread itself.
+                # run_execute records failures on the run; this only guards the thread itself (a
+                # database error before the claim leaves the run queued, and the sweeper re-sends it).
                 log.exception("local executor: run %s", run_id)
             finally:
-                connection.close()
-                if run_id is not None:
-                    self.queue.task_done()
+                with contextlib.suppress(DatabaseError):
+                    connection.close()
+                self.queue.task_done()

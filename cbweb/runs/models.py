@@ -39,7 +39,12 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Both written with the database's clock (Now()) and compared with it by the sweeper, so the
+    # clocks of the web, worker and sweeper hosts never meet (docs/operations.md).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="when a queued run was last handed to the broker (none: not yet)"
+    )
     worker = models.CharField(max_length=200, blank=True, help_text="who executes the run (host:pid)")
     cancel_requested = models.BooleanField(default=False)
     error = models.TextField(blank=True)

@@ -4,7 +4,8 @@ queued --claim--> running --finish--> succeeded | failed | cancelled
 queued --cancel--> cancelled            running --fail--> failed
 Workers (``workers/tasks.py``) call ``run_claim``, ``run_progress``, ``run_store_telemetry``,
 ``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``;
-every worker's heartbeat calls ``run_reap`` (running runs whose worker is lost -> failed).
+the sweeper (``cbweb/runs/sweeper.py``) calls ``run_reap`` (running runs whose worker is lost -> failed)
+and ``run_take_for_dispatch`` (queued runs with no message on the broker -> sent again).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import DateTimeField, ExpressionWrapper, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from benchmarks import spec as engine_spec
@@ -103,11 +106,45 @@ def run_create(
 
 def run_claim(*, run_id: int, worker: str) -> bool:
     """Atomically move a queued run to running; return False when someone else has it (or it is gone)."""
-    now = timezone.now()
     changed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
-        status=Run.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
+        status=Run.Status.RUNNING, started_at=timezone.now(), heartbeat_at=Now(), worker=worker
     )
     return changed == 1
+
+
+def _db_now_minus(seconds: float) -> ExpressionWrapper:
+    """The database's clock minus ``seconds``: heartbeats and dispatch times are compared on one clock."""
+    return ExpressionWrapper(Now() - timedelta(seconds=seconds), output_field=DateTimeField())
+
+
+def run_mark_dispatched(*, run_id: int) -> None:
+    """Record that a queued run's message was handed to the broker (or the local executor) just now."""
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(dispatched_at=Now())
+
+
+def run_take_for_dispatch(*, resend_after_s: float) -> list[int]:
+    """Return the queued runs to send now, marked as sent: never sent, or sent ``resend_after_s`` ago.
+
+    A run sent long ago may still wait behind others on the broker, or the broker may have lost its
+    message (Redis restarted without its data): sending it again is harmless either way, because a
+    second delivery finds the run claimed. Each run is taken by one conditional UPDATE, so sweepers
+    running at once send it once per interval. ``run_dispatch_failed`` puts back a run not sent.
+    """
+    due = Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=_db_now_minus(resend_after_s))
+    queued = Run.objects.filter(due, status=Run.Status.QUEUED, cancel_requested=False)
+    taken = []
+    for pk, dispatched_at in queued.order_by("pk").values_list("pk", "dispatched_at"):
+        changed = Run.objects.filter(pk=pk, status=Run.Status.QUEUED, dispatched_at=dispatched_at).update(
+            dispatched_at=Now()
+        )
+        if changed:
+            taken.append(pk)
+    return taken
+
+
+def run_dispatch_failed(*, run_id: int) -> None:
+    """Forget that a queued run was sent (the broker refused it): the next sweep sends it again."""
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(dispatched_at=None)
 
 
 def run_set_platform(*, run_id: int, platform: Platform) -> None:
@@ -117,9 +154,7 @@ def run_set_platform(*, run_id: int, platform: Platform) -> None:
 
 def run_progress(*, run_id: int, progress: dict[str, Any]) -> None:
     """Store the live progress of a running run and refresh its heartbeat."""
-    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-        progress=progress, heartbeat_at=timezone.now()
-    )
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(progress=progress, heartbeat_at=Now())
 
 
 @transaction.atomic
@@ -265,10 +300,11 @@ def run_reap(*, lost_after_s: float) -> list[int]:
     """Fail the running runs whose heartbeat is older than ``lost_after_s`` (worker lost); return their ids.
 
     The progress and telemetry written so far stay with the run (its chart overview is computed from
-    them). Safe to call from every worker at once: each run is failed by one conditional UPDATE, and a
-    run that sent a heartbeat meanwhile is left alone.
+    them). Heartbeats are written and compared with the database's clock, so a host whose clock is
+    off cannot fail a healthy run. Safe to call from several processes at once: each run is failed by
+    one conditional UPDATE, and a run that sent a heartbeat meanwhile is left alone.
     """
-    cutoff = timezone.now() - timedelta(seconds=lost_after_s)
+    cutoff = _db_now_minus(lost_after_s)
     stale = Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff)
     reaped = []
     for pk, worker, heartbeat_at in stale.values_list("pk", "worker", "heartbeat_at"):

@@ -64,3 +64,10 @@ def test_compose_runs_the_web_app_a_gpu_worker_and_a_cpu_worker_on_postgres_and_
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:" in env["DATABASE_URL"]
         assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+
+
+def test_compose_runs_the_run_sweeper_outside_the_workers() -> None:
+    sweeper = compose()["services"]["sweeper"]
+    assert sweeper["command"] == ["python", "manage.py", "sweep_runs"]
+    assert sweeper["environment"]["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+    assert "@postgres:" in sweeper["environment"]["DATABASE_URL"]
