@@ -597,6 +597,7 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
         problem = name_problem(key, "task" if task else "unit", label=not task and nodes_raw is not None)
         if problem and not task and nodes_raw is None and name_problem(key, "unit", label=True) is None:
             problem += "; a unit is a node of its own name without 'workflows:': name the nodes there"
+        if problem:
             errors.add((*origin, "name") if task else origin, problem)
             bad_units.add(key)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
