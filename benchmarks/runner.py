@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from benchmarks import clock, metrics
 from benchmarks.apps import driver_class
-from benchmarks.apps.base import AppContext, AppStopped, Driver, read_trace
+from benchmarks.apps.base import AppContext, AppStopped, Driver, arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.run import RunMonitor
@@ -120,7 +120,7 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
             )
         if unit.arrival.kind == "trace":
             try:
-                read_trace(unit, files)
+                arrival_offsets(unit, unit.warmup_requests + unit.num_requests, 0, files)
             except ValueError as exc:
                 problems.append(str(exc))
     return problems

@@ -595,6 +595,8 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
         task = isinstance(unit, _Relocated)
         # Without 'workflows:' each unit is a node of its own name: an identifier, as tasks are.
         problem = name_problem(key, "task" if task else "unit", label=not task and nodes_raw is not None)
+        if problem and not task and nodes_raw is None and name_problem(key, "unit", label=True) is None:
+            problem += "; a unit is a node of its own name without 'workflows:': name the nodes there"
         if problem:
             errors.add((*origin, "name") if task else origin, problem)
             bad_units.add(key)
@@ -628,15 +630,13 @@ def name_problem(name: str, what: str, label: bool = False) -> str | None:
     (or, with ``label``, a native unit label such as ``Brainstorm (chatbot)``)."""
     if (UNIT_LABEL_RE if label else NAME_RE).fullmatch(name) and len(name) <= NAME_MAX_CHARS:
         return None
+    cut = NAME_MAX_CHARS + 8
+    shown = json.dumps(name if len(name) <= cut else name[:cut] + "...", ensure_ascii=False)
     if label:
         return (
-            f"unit name {json.dumps(name[: NAME_MAX_CHARS + 8], ensure_ascii=False)} is not an identifier "
-            "or label: use letters, digits, spaces and '_ - ( ) .', starting with a letter or digit, at "
-            f"most {NAME_MAX_CHARS} characters"
+            f"unit name {shown} is not an identifier or label: use letters, digits, spaces and "
+            f"'_ - ( ) .', starting with a letter or digit, at most {NAME_MAX_CHARS} characters"
         )
-    shown = json.dumps(
-        name if len(name) <= NAME_MAX_CHARS + 8 else name[: NAME_MAX_CHARS + 8] + "...", ensure_ascii=False
-    )
     return (
         f"{what} name {shown} is not an identifier: use letters, digits, '_' and '-', starting with a "
         f"letter or digit, at most {NAME_MAX_CHARS} characters"

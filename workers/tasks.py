@@ -287,13 +287,17 @@ def execute_run(self: Any, run_id: int) -> str:
 
 def run_queue(run_id: int) -> str:
     """Return the queue a run is sent to: its platform's, else the GPU workers' when it needs a GPU."""
-    from benchmarks.spec import from_dict
+    from benchmarks.spec import WorkflowValidationError, from_dict
     from cbweb.runs.models import Run
 
     run = Run.objects.select_related("platform", "workflow_version__workflow").get(pk=run_id)
     if run.platform is not None and run.platform.queue:
         return run.platform.queue
-    workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+    try:
+        workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+    except WorkflowValidationError:
+        # Stored before a rule existed (names, issue 17): any worker fails it with the reason.
+        return DEFAULT_QUEUE
     needs_gpu = any(unit.device == "gpu" for unit in workflow.applications.values())
     return GPU_QUEUE if needs_gpu else DEFAULT_QUEUE
 

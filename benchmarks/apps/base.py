@@ -165,6 +165,11 @@ def arrival_offsets(
             t += rng.expovariate(arrival.rate or 1.0)
         return offsets
     times = read_trace(unit, files)
+    if len(times) < count:
+        raise FileAccessError(
+            f"{where(unit.name, 'arrival.trace')}: the trace holds {len(times)} arrival times for "
+            f"{count} requests (warm-up included)"
+        )
     return [t - times[0] for t in times[:count]]
 
 

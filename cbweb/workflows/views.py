@@ -132,14 +132,22 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
                     general.extend(attach_errors(meta, formset, exc.errors))
     elif workflow is not None:
         version = selectors.version_latest(workflow=workflow)
-        meta_initial, cards = workflow_to_editor(selectors.version_workflow(version=version))
-        meta, formset = build_editor(meta_initial=meta_initial, cards_initial=cards)
+        try:
+            meta_initial, cards = workflow_to_editor(selectors.version_workflow(version=version))
+        except engine_spec.WorkflowValidationError as exc:
+            # A version saved before a rule existed (names, issue 17): show why; the user re-imports it.
+            meta, formset = build_editor()
+            import_errors = exc.to_json()
+            general.append(f"version {version.number} no longer validates: fix its YAML and import it")
+        else:
+            meta, formset = build_editor(meta_initial=meta_initial, cards_initial=cards)
         svg = dag_svg(nodes_of_spec(version.spec))
     else:
         meta, formset = build_editor()
     status = (
         400
-        if (
+        if action is not None
+        and (
             general
             or import_errors
             or (action in ("save", "check") and (meta.errors or formset.total_error_count()))

@@ -304,3 +304,14 @@ def test_a_result_holds_no_server_paths_or_environment(tmp_path: Path, monkeypat
         assert server_path not in text
     assert "marker-8c1f9e" not in text
     assert '"file": "SmolLM2-135M-Instruct.Q4_1.gguf"' in text.replace("\n", "")
+
+
+def test_a_trace_shorter_than_the_requests_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.txt"
+    trace.write_text("0\n")
+    workflow = load_yaml(
+        f"s:\n  type: Sleep\n  num_requests: 3\n  arrival: {{kind: trace, trace: {trace}}}\n"
+    )
+    assert preflight(workflow) == [
+        "field 'arrival.trace' of unit 's': the trace holds 1 arrival times for 3 requests (warm-up included)"
+    ]

@@ -134,3 +134,15 @@ def test_imagegen_writes_its_images_inside_the_run_folder_and_records_their_name
         "image-0001.png",
     ]
     assert str(tmp_path) not in json.dumps(result)
+
+
+def test_editing_a_workflow_stored_with_a_bad_name_shows_why_instead_of_failing(alice: Any) -> None:
+    spec = {"name": "old", "a b": {"type": "Sleep"}}
+    workflow = Workflow.objects.create(name="old", owner=alice)
+    WorkflowVersion.objects.create(workflow=workflow, number=1, spec=spec, yaml="", created_by=alice)
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get(f"/workflows/{workflow.pk}/edit/")
+    assert page.status_code == 200
+    assert page.context["general_errors"] == ["version 1 no longer validates: fix its YAML and import it"]
+    assert 'unit name "a b" is not an identifier' in page.context["import_errors"][0]["message"]
