@@ -66,7 +66,7 @@ class LocalExecutor:
         from cbweb.runs.models import Run
         from cbweb.runs.sweeper import RunSweeper
 
-        self.queue: queue.Queue[int] = queue.Queue()
+        self.queue: queue.Queue[int | None] = queue.Queue()
         self.worker = f"{socket.gethostname()}:{os.getpid()}:local"
         # Runs queued before this process started (a restarted dev server) are picked up too; a run
         # queued twice is harmless, the second claim finds it taken.
@@ -79,7 +79,10 @@ class LocalExecutor:
         # (a restarted dev server) are failed, queued runs nobody executes are picked up. Its own
         # thread, so that a long run does not hold it up.
         self.sweeper = RunSweeper(self.submit)
-        self.sweeping = threading.Thread(target=self.sweeper.forever, name="cb-run-sweeper", daemon=True)
+        self.stopping = threading.Event()
+        self.sweeping = threading.Thread(
+            target=self.sweeper.forever, args=(self.stopping,), name="cb-run-sweeper", daemon=True
+        )
         self.sweeping.start()
 
     @classmethod
@@ -92,11 +95,28 @@ class LocalExecutor:
     def submit(self, run_id: int) -> None:
         self.queue.put(run_id)
 
+    @classmethod
+    def shutdown(cls, timeout: float = 30) -> None:
+        """Stop this process's executor and sweeper threads once the run in progress has ended.
+
+        For a process that changes executors (the test suite): a sweeper left running would hand
+        other tests' queued runs to this thread. Queued runs stay queued.
+        """
+        with cls._lock:
+            executor, cls._instance = cls._instance, None
+        if executor is not None:
+            executor.stopping.set()
+            executor.queue.put(None)
+            executor.thread.join(timeout)
+            executor.sweeping.join(timeout)
+
     def _loop(self) -> None:
         from workers.tasks import run_execute
 
         while True:
             run_id = self.queue.get()
+            if run_id is None:  # shutdown()
+                return
             close_old_connections()
             try:
                 run_execute(run_id=run_id, worker=self.worker)

@@ -6,6 +6,7 @@ on SQLite by default and on PostgreSQL when DATABASE_URL points there (CI does t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -13,6 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
 # Bundles of runs executed by tests go to a throw-away folder, not results/ of the checkout.
 os.environ.setdefault("CB_RESULTS_DIR", tempfile.mkdtemp(prefix="cb-web-test-results-"))
 
+from collections.abc import Iterator
 from typing import Any
 
 import django
@@ -47,6 +49,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items:
             if "django_db" in item.keywords or "db" in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(autouse=True)
+def _local_executor_stopped() -> Iterator[None]:
+    # A test that queues runs for real starts the local executor and its sweeper: stop them after it,
+    # or the sweeper would hand the next tests' queued runs to this process.
+    yield
+    from cbweb.runs.dispatch import LocalExecutor
+
+    LocalExecutor.shutdown()
+
+
+@contextlib.contextmanager
+def celery_broker(url: str) -> Iterator[None]:
+    """Send Celery tasks from this process to the broker at ``url`` (not eagerly); restore afterwards."""
+    from workers.celery import app
+
+    def forget_connections() -> None:
+        # close() drops the connection pool but not the producer pool, which stays bound to the
+        # broker it was made for.
+        app.close()
+        app.amqp._producer_pool = None
+
+    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
+    app.conf.update(broker_url=url, task_always_eager=False)
+    forget_connections()
+    try:
+        yield
+    finally:
+        app.conf.update(saved)
+        forget_connections()
 
 
 @pytest.fixture(autouse=True)

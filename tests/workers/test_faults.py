@@ -335,6 +335,11 @@ def deployment(stack: Stack) -> Iterator[Stack]:
     stack.stop_workers()
 
 
+def _report(line: str) -> None:
+    """A measured figure for docs/results/reliability.md (shown by pytest -rP)."""
+    print(f"[fault] {line}")
+
+
 def _applications(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return [
         p
@@ -358,12 +363,15 @@ def test_a_worker_killed_mid_run_while_alone_has_its_run_failed_by_the_sweeper_a
     # The kernel kills the application processes with their runner (parent-death signal).
     _, alive = psutil.wait_procs(apps, timeout=5)
     assert not alive, f"application processes outlived their worker: {[p.pid for p in alive]}"
+    apps_gone_s = time.monotonic() - killed
 
     # No other worker lives: the sweeper alone fails the run, within its interval.
     [run] = deployment.wait_ended([run_id], timeout=REPAIR_S).values()
     assert time.monotonic() - killed < REPAIR_S
     assert run["status"] == "failed"
     assert run["error"].startswith("worker lost: w-victim@"), run["error"]
+    _report(f"kill -9: application processes gone after {apps_gone_s:.1f} s, run failed after "
+            f"{time.monotonic() - killed:.1f} s: {run['error'][:60]}...")  # fmt: skip
 
     # A worker started afterwards, even handed the run's message again, does not run it twice.
     deployment.start_worker("w-after")
@@ -377,16 +385,11 @@ def test_a_worker_killed_mid_run_while_alone_has_its_run_failed_by_the_sweeper_a
 
 def _send_duplicate(deployment: Stack, run_id: int) -> None:
     """Send the run's message once more, as a broker redelivery would."""
+    from tests.cbweb.conftest import celery_broker
     from workers.celery import DEFAULT_QUEUE, app
 
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    app.conf.update(broker_url=deployment.redis.url, task_always_eager=False)
-    app.close()
-    try:
+    with celery_broker(deployment.redis.url):
         app.send_task("workers.execute_run", args=[run_id], queue=DEFAULT_QUEUE)
-    finally:
-        app.conf.update(saved)
-        app.close()
 
 
 def test_redis_restarted_with_runs_queued_and_one_running_every_run_ends_and_none_runs_twice(
@@ -402,8 +405,11 @@ def test_redis_restarted_with_runs_queued_and_one_running_every_run_ends_and_non
     deployment.redis.kill()
     time.sleep(2)
     deployment.redis.start()
+    restarted = time.monotonic()
 
     ended = deployment.wait_ended([running, *queued], timeout=120)
+    _report(f"Redis restart: 1 running + {len(queued)} queued runs all succeeded "
+            f"{time.monotonic() - restarted:.1f} s after the restart")  # fmt: skip
     assert {i: r["status"] for i, r in ended.items()} == dict.fromkeys([running, *queued], "succeeded")
     assert deployment.stored_requests(running) == 200
     assert all(deployment.stored_requests(q) == 10 for q in queued)
@@ -435,6 +441,8 @@ def test_postgres_down_with_a_run_running_and_runs_queued_loses_nothing_and_fail
     assert outage > LOST_AFTER_S  # longer than the lost-after interval, and yet no run is failed
 
     ended = deployment.wait_ended([running, *queued], timeout=120)
+    _report(f"PostgreSQL down {outage:.1f} s: 1 running + {len(queued)} queued runs all ended "
+            f"{time.monotonic() - down - outage:.1f} s after it was back")  # fmt: skip
     assert {i: (r["status"], r["error"]) for i, r in ended.items()} == dict.fromkeys(
         [running, *queued], ("succeeded", "")
     )
@@ -457,12 +465,16 @@ def test_a_run_submitted_while_the_broker_is_down_is_kept_and_runs_once_the_brok
     deployment.redis.kill()
     asked = time.monotonic()
     run_id = deployment.submit(SHORT, name="while-down")
-    assert time.monotonic() - asked < 10, "the submit waited for the broker"
+    submit_s = time.monotonic() - asked
+    assert submit_s < 10, "the submit waited for the broker"
     assert deployment.status(run_id) == "queued"
-    [(dispatched,)] = deployment.postgres.query("SELECT dispatched_at FROM runs_run WHERE id = %s", run_id)
-    assert dispatched is None  # not sent: the sweeper knows to send it
+    web_log = (deployment.folder / "web.log").read_text(errors="replace")
+    assert f"run {run_id}: the broker did not take it" in web_log
 
     deployment.redis.start()
+    back = time.monotonic()
     [run] = deployment.wait_ended([run_id], timeout=60).values()
     assert run["status"] == "succeeded", run["error"]
+    _report(f"broker down at submit: workflow + run submitted in {submit_s:.1f} s (201, queued); run "
+            f"succeeded {time.monotonic() - back:.1f} s after the broker was back")  # fmt: skip
     assert deployment.claims(run_id) == 1

@@ -27,8 +27,9 @@ from django.db import connection
 from cbweb.platforms.models import Platform
 from cbweb.platforms.selectors import platform_live
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
+from tests.cbweb.conftest import celery_broker
 from tests.conftest import REDIS_URL
-from workers.celery import DEFAULT_QUEUE, app, platform_queue
+from workers.celery import DEFAULT_QUEUE, platform_queue
 from workers.tasks import SHUTDOWN_REASON, execute_run, run_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
@@ -60,13 +61,9 @@ def broker(settings: Any) -> Iterator[None]:
     import redis
 
     redis.Redis.from_url(BROKER_URL).flushdb()
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    app.conf.update(broker_url=BROKER_URL, task_always_eager=False)
-    app.close()  # forget connection pools made for another broker
     settings.CB_RUN_EXECUTOR = "celery"
-    yield
-    app.conf.update(saved)
-    app.close()
+    with celery_broker(BROKER_URL):
+        yield
 
 
 def _database_url() -> str:

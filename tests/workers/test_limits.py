@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from django.db import transaction
+
 from benchmarks.spec import load_yaml
 from cbweb.runs.models import RequestResult, Run
 from cbweb.runs.services import run_claim
@@ -60,8 +62,11 @@ def test_the_hard_limit_fails_the_run_and_kills_the_processes_started_under_it(
     alice: Any, make_workflow: Any, make_run: Any, transactional_db: Any
 ) -> None:
     before = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    run = make_run(make_workflow(alice), alice)
-    assert run_claim(run_id=run.pk, worker="test")
+    # Claimed in the transaction that queues it: the local executor, handed the run on commit,
+    # finds it taken.
+    with transaction.atomic():
+        run = make_run(make_workflow(alice), alice)
+        assert run_claim(run_id=run.pk, worker="test")
     try:
         with HardLimit(run.pk, 0.5) as limit:
             engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

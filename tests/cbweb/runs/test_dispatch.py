@@ -12,7 +12,7 @@ from django.test import Client
 
 from cbweb.runs.dispatch import run_enqueue
 from cbweb.runs.models import Run
-from workers.celery import app
+from tests.cbweb.conftest import celery_broker
 
 
 @pytest.fixture
@@ -21,13 +21,9 @@ def broker_down(settings: Any) -> Iterator[None]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    app.conf.update(broker_url=f"redis://127.0.0.1:{port}/0", task_always_eager=False)
-    app.close()
     settings.CB_RUN_EXECUTOR = "celery"
-    yield
-    app.conf.update(saved)
-    app.close()
+    with celery_broker(f"redis://127.0.0.1:{port}/0"):
+        yield
 
 
 def test_a_run_the_broker_cannot_take_stays_queued_unsent_without_an_error_within_seconds(
