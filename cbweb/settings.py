@@ -144,7 +144,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "cbweb.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON bodies are checked against CB_MAX_SPEC_BYTES and CB_MAX_SPEC_DEPTH before they are parsed.
+    "DEFAULT_PARSER_CLASSES": ["cbweb.api.parsers.BoundedJSONParser"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -154,6 +155,28 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --------------------------------------------------------------------------------------------------
+# Input limits (docs/security.md#input-limits): a workflow beyond one is refused with a 400 naming it
+# --------------------------------------------------------------------------------------------------
+
+
+def _limit(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 1:
+        raise environ.ImproperlyConfigured(f"{name}={value} must be at least 1")
+    return value
+
+
+# Workflow text or JSON body, in bytes (the API refuses a larger request body before parsing it).
+CB_MAX_SPEC_BYTES = _limit("CB_MAX_SPEC_BYTES", 1024 * 1024)
+# Nesting of YAML, of a JSON request body and of a spec mapping.
+CB_MAX_SPEC_DEPTH = _limit("CB_MAX_SPEC_DEPTH", 64)
+# Application units and DAG nodes per workflow (each node is one OS process when it runs).
+CB_MAX_UNITS = _limit("CB_MAX_UNITS", 256)
+CB_MAX_NODES = _limit("CB_MAX_NODES", 256)
+# Requests one run issues: sum over nodes of (warmup_requests + num_requests) x concurrency.
+CB_MAX_TOTAL_REQUESTS = _limit("CB_MAX_TOTAL_REQUESTS", 100_000)
 
 # --------------------------------------------------------------------------------------------------
 # Run execution (Celery)

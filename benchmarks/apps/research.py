@@ -120,6 +120,9 @@ _OPS: dict[type, Any] = {
 }
 
 
+MAX_EXPRESSION_CHARS = 1000
+
+
 def calculate(expression: str) -> float:
     """Return the value of an arithmetic expression (numbers, + - * / // % **, parentheses).
 
@@ -142,11 +145,16 @@ def calculate(expression: str) -> float:
             return float(_OPS[type(node.op)](walk(node.operand)))
         raise ValueError(f"not arithmetic: {ast.unparse(node)}")
 
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ValueError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
         return walk(tree.body)
     except (SyntaxError, ZeroDivisionError, OverflowError) as exc:
         raise ValueError(str(exc)) from None
+    except (RecursionError, MemoryError):
+        # walk() recurses over the parse tree: a model's deeply nested output must not crash the agent.
+        raise ValueError("expression nested too deeply") from None
 
 
 def action_grammar(actions: tuple[str, ...], doc_ids: list[str]) -> str:

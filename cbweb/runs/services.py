@@ -27,6 +27,7 @@ from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run,
 from cbweb.runs.progress import initial_progress
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
+from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import WorkflowVersion
 
 MAX_REPEATS = 50
@@ -71,7 +72,8 @@ def run_create(
 
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
-    workflow = engine_spec.from_dict(version.spec, name=version.workflow.name)
+    # Checked against today's limits too: a version stored under looser settings cannot be launched.
+    workflow = engine_spec.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
     scheduler = scheduler or workflow.scheduler
     _check_scheduler(workflow, scheduler)
     if not 1 <= repeats <= MAX_REPEATS:

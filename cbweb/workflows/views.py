@@ -24,8 +24,7 @@ from cbweb.workflows.forms import (
     node_names_in,
     workflow_to_editor,
 )
-
-MAX_UPLOAD_BYTES = engine_spec.MAX_FILE_BYTES
+from cbweb.workflows.limits import spec_limits
 
 
 @readable
@@ -67,8 +66,9 @@ def _imported(request: HttpRequest) -> tuple[str | None, str | None]:
     """Return (YAML text, problem) from the import box or the uploaded file."""
     upload = request.FILES.get("yaml_file")
     if upload is not None:
-        if upload.size and upload.size > MAX_UPLOAD_BYTES:
-            return None, f"the file is larger than {MAX_UPLOAD_BYTES // 1024} KiB"
+        max_bytes = spec_limits().max_bytes
+        if upload.size and upload.size > max_bytes:
+            return None, f"the file is {upload.size} bytes, over the limit of {max_bytes} bytes"
         try:
             return upload.read().decode("utf-8"), None
         except UnicodeDecodeError:
@@ -90,7 +90,9 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
             general.append(problem)
         else:
             try:
-                parsed = engine_spec.load_yaml(text or "", name=workflow.name if workflow else "imported")
+                parsed = engine_spec.load_yaml(
+                    text or "", name=workflow.name if workflow else "imported", limits=spec_limits()
+                )
             except engine_spec.WorkflowValidationError as exc:
                 import_errors = exc.to_json()
             else:
@@ -125,7 +127,7 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
                             )
                         messages.success(request, f"saved '{workflow.name}'")
                         return redirect("workflows:detail", pk=workflow.pk)
-                    engine_spec.from_dict(data, name=meta.cleaned_data["name"])
+                    engine_spec.from_dict(data, name=meta.cleaned_data["name"], limits=spec_limits())
                     messages.info(request, "the workflow is valid")
                 except engine_spec.WorkflowValidationError as exc:
                     general.extend(attach_errors(meta, formset, exc.errors))
@@ -181,7 +183,7 @@ def workflow_preview(request: HttpRequest) -> JsonResponse:
         svg = dag_svg(nodes_of_spec(data))
         errors += [{"field": None, "message": p} for p in problems]
         try:
-            engine_spec.from_dict(data, name=meta.cleaned_data["name"])
+            engine_spec.from_dict(data, name=meta.cleaned_data["name"], limits=spec_limits())
         except engine_spec.WorkflowValidationError as exc:
             errors += [{"field": None, "message": m} for m in attach_errors(meta, formset, exc.errors)]
     for name, messages_ in meta.errors.items():
