@@ -50,8 +50,10 @@ class Limits:
     max_bytes: int = MAX_FILE_BYTES
     max_depth: int = MAX_YAML_DEPTH
     max_values: int = MAX_YAML_NODES
-    max_units: int = 256
-    max_nodes: int = 256
+    # A consumer device runs a handful of applications; 64 processes is already far beyond that, and
+    # the web editor renders every node as a card (with every other node as a dependency choice).
+    max_units: int = 64
+    max_nodes: int = 64
     # Sum over the nodes of (warmup_requests + num_requests) x concurrency: one run's requests.
     max_total_requests: int = 100_000
 

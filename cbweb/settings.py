@@ -173,8 +173,8 @@ CB_MAX_SPEC_BYTES = _limit("CB_MAX_SPEC_BYTES", 1024 * 1024)
 # Nesting of YAML, of a JSON request body and of a spec mapping.
 CB_MAX_SPEC_DEPTH = _limit("CB_MAX_SPEC_DEPTH", 64)
 # Application units and DAG nodes per workflow (each node is one OS process when it runs).
-CB_MAX_UNITS = _limit("CB_MAX_UNITS", 256)
-CB_MAX_NODES = _limit("CB_MAX_NODES", 256)
+CB_MAX_UNITS = _limit("CB_MAX_UNITS", 64)
+CB_MAX_NODES = _limit("CB_MAX_NODES", 64)
 # Requests one run issues: sum over nodes of (warmup_requests + num_requests) x concurrency.
 CB_MAX_TOTAL_REQUESTS = _limit("CB_MAX_TOTAL_REQUESTS", 100_000)
 

@@ -68,7 +68,8 @@ def pairs_workflow(pairs: int, share: int = 4) -> Workflow:
 def chain_workflow(n: int) -> Workflow:
     """Return a chain of ``n`` nodes, each depending on the previous one, defined last-first."""
     nodes = "".join(
-        f"  n{i}: {{uses: a{', depend_on: [n' + str(i - 1) + ']' if i else ''}}}\n" for i in reversed(range(n))
+        f"  n{i}: {{uses: a{', depend_on: [n' + str(i - 1) + ']' if i else ''}}}\n"
+        for i in reversed(range(n))
     )
     return load_yaml(f"a: {{type: Sleep}}\nworkflows:\n{nodes}", limits=UNLIMITED)
 
