@@ -74,9 +74,9 @@ def chain_workflow(n: int) -> Workflow:
     return load_yaml(f"a: {{type: Sleep}}\nworkflows:\n{nodes}", limits=UNLIMITED)
 
 
-def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
+def _time(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     start = time.perf_counter()
-    value = fn()
+    value = fn(*args)
     return time.perf_counter() - start, value
 
 
@@ -96,10 +96,10 @@ def main() -> None:
     for pairs in (8, 12, 14, 16, 18, 20, 24, 50, 128):
         wf = pairs_workflow(pairs)
         weight = {n: wf.unit_of(n).mps or 0 for n in wf.nodes}
-        new_s, (total, _) = _time(lambda wf=wf, weight=weight: concurrent_sets_max(wf, weight))
+        new_s, (total, _) = _time(concurrent_sets_max, wf, weight)
         old_s = None
         if pairs <= args.old_max_pairs:
-            old_s, (old_total, _) = _time(lambda wf=wf, weight=weight: old_concurrent_sets_max(wf, weight))
+            old_s, (old_total, _) = _time(old_concurrent_sets_max, wf, weight)
             assert old_total == total, (pairs, old_total, total)
         print(f"{pairs:>6}{_cell(old_s):>14}{_cell(new_s):>14}{f'{total} %':>16}")
 
@@ -111,7 +111,7 @@ def main() -> None:
         new_s, order = _time(wf.topological_order)
         old_s = None
         if n <= args.old_max_nodes:
-            old_s, old_order = _time(lambda wf=wf: old_topological_order(wf))
+            old_s, old_order = _time(old_topological_order, wf)
             assert old_order == order
         print(f"{n:>6}{_cell(old_s):>14}{_cell(new_s):>14}")
 
