@@ -24,9 +24,10 @@ def pairs_yaml(pairs: int, share: int) -> str:
 
 
 def chain_spec(n: int) -> dict[str, Any]:
-    """A chain of ``n`` Sleep nodes, each depending on the previous one."""
-    nodes: dict[str, Any] = {"n0": {"uses": "a"}}
-    nodes.update({f"n{i}": {"uses": "a", "depend_on": [f"n{i - 1}"]} for i in range(1, n)})
+    """A chain of ``n`` Sleep nodes where n{i} depends on n{i+1}: in every key order (as given, sorted,
+    PostgreSQL's jsonb order) a walk from the first node listed goes the whole length of the chain."""
+    nodes: dict[str, Any] = {f"n{i}": {"uses": "a", "depend_on": [f"n{i + 1}"]} for i in range(n - 1)}
+    nodes[f"n{n - 1}"] = {"uses": "a"}
     return {"a": {"type": "Sleep", "num_requests": 1, "sleep_time": 0}, "workflows": nodes}
 
 
