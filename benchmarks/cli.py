@@ -24,7 +24,13 @@ from benchmarks.monitor import cli as monitor_cli
 from benchmarks.results import default_out_dir, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
-from benchmarks.spec import Application, SpecError, Workflow, WorkflowValidationError, load_file
+from benchmarks.spec import (
+    SpecError,
+    Workflow,
+    WorkflowValidationError,
+    load_file,
+    requests_per_run,
+)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -155,7 +161,7 @@ class Progress:
         self.tty = stream.isatty()
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.totals = {n: _expected_requests(workflow.unit_of(n)) for n in self.names}
+        self.totals = requests_per_run(workflow)
         self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
         self.state: dict[str, dict[str, Any]] = {
             n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
@@ -205,10 +211,6 @@ class Progress:
             self.stream.write("\x1b[2K" + self._line(n)[:200] + "\n")
         self.stream.flush()
         self.drawn = True
-
-
-def _expected_requests(unit: Application) -> int:
-    return (unit.num_requests + unit.warmup_requests) * unit.concurrency
 
 
 def summary_table(result: Mapping[str, Any]) -> str:
