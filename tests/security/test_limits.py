@@ -210,3 +210,18 @@ def test_yaml_nested_1000_levels_deep_is_refused_naming_the_limit(api: Any, alic
     client.force_login(alice)
     page = client.post("/workflows/new/", {"action": "import", "yaml_text": yaml_text})
     assert page.status_code == 400 and b"deeper than 64 levels" in page.content
+
+
+def test_the_web_editor_shows_the_request_limit_next_to_the_field(alice: Any) -> None:
+    from tests.cbweb.workflows.test_editor import editor_for, post_data
+
+    client = Client()
+    client.force_login(alice)
+    data = post_data(*editor_for("a: {type: Sleep, num_requests: 5}\n"))
+    data["cards-0-num_requests"] = "200000"
+    page = client.post("/workflows/new/", data)
+    assert page.status_code == 400
+    field_errors = " ".join(page.context["formset"].forms[0].errors.get("num_requests", []))
+    assert "200,000 requests" in field_errors and "limit of 100,000" in field_errors, page.context[
+        "formset"
+    ].errors
