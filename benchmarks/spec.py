@@ -530,9 +530,9 @@ def _shape_problem(data: Any, limits: Limits) -> str | None:
         value, depth = stack.pop()
         count += 1
         if count > limits.max_values:
-            return f"the workflow holds more than {limits.max_values} values (limit)"
+            return f"the workflow holds more than {limits.max_values} values, over the limit"
         if depth > limits.max_depth:
-            return f"the workflow nests deeper than {limits.max_depth} levels (limit)"
+            return f"the workflow nests deeper than {limits.max_depth} levels, over the limit"
         if isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list | tuple):
@@ -722,11 +722,11 @@ def _build(
 
 def requests_per_run(workflow: Workflow) -> dict[str, int]:
     """Return the requests each node issues in one run: (warmup_requests + num_requests) x concurrency."""
-    return {
-        name: (unit.warmup_requests + unit.num_requests) * unit.concurrency
-        for name in workflow.nodes
-        for unit in (workflow.unit_of(name),)
-    }
+    out = {}
+    for name in workflow.nodes:
+        unit = workflow.unit_of(name)
+        out[name] = (unit.warmup_requests + unit.num_requests) * unit.concurrency
+    return out
 
 
 def _check_total_requests(workflow: Workflow, limits: Limits, errors: _Collector) -> None:
