@@ -46,11 +46,13 @@ class ResearchOptions(AppOptions):
     questions: str | None = Field(None, description="JSONL of {question, expected?}; default: shipped")
     documents: str | None = Field(None, description="folder of .md/.txt documents; default: shipped")
     max_steps: int = Field(6, ge=2, le=50, description="tool steps per question, the answer included")
-    max_tokens: int = Field(48, ge=8, description="most tokens per tool call")
-    answer_tokens: int = Field(96, ge=8, description="most tokens of the answer")
-    n_ctx: int = Field(4096, ge=512)
-    temperature: float = Field(0.2, ge=0)
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    max_tokens: int = Field(48, ge=8, le=32_768, description="most tokens per tool call")
+    answer_tokens: int = Field(96, ge=8, le=32_768, description="most tokens of the answer")
+    n_ctx: int = Field(4096, ge=512, le=131_072)
+    temperature: float = Field(0.2, ge=0, le=10)
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------

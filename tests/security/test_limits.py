@@ -150,6 +150,10 @@ def test_a_stored_workflow_over_todays_request_limit_cannot_be_launched(api: Any
         ("a: {type: Sleep, warmup_requests: 100000000}\n", "warmup_requests"),
         ("a: {type: Sleep, arrival: {kind: closed, think_time_s: 1.0e9}}\n", "think_time_s"),
         ("a: {type: Sleep, arrival: {kind: fixed, rate: 1.0e12}}\n", "rate"),
+        ("a: {type: Sleep, sleep_time: 1.0e12}\n", "sleep_time"),
+        ("a: {type: Synthetic, steps: 1000000000000}\n", "steps"),
+        ("a: {type: Chatbot, n_ctx: 1000000000}\n", "n_ctx"),
+        ("a: {type: Chatbot, n_threads: 100000}\n", "n_threads"),
     ],
 )
 def test_fields_without_an_upper_bound_before_are_bounded(api: Any, yaml_text: str, field: str) -> None:
