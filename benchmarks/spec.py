@@ -713,7 +713,7 @@ def _build(
     except ValidationError as exc:
         _pydantic_errors(exc, (), errors)
         return None
-    _check_total_requests(workflow, limits, errors)
+    _check_total_requests(workflow, limits, errors, {u: origin for u, (_, origin) in units_raw.items()})
     if workflow.scheduler == "partition":
         for message in partition_share_problems(workflow):
             errors.add(("workflows",), message)
@@ -729,7 +729,9 @@ def requests_per_run(workflow: Workflow) -> dict[str, int]:
     return out
 
 
-def _check_total_requests(workflow: Workflow, limits: Limits, errors: _Collector) -> None:
+def _check_total_requests(
+    workflow: Workflow, limits: Limits, errors: _Collector, origins: Mapping[str, Path_]
+) -> None:
     per_node = requests_per_run(workflow)
     total = sum(per_node.values())
     if total <= limits.max_total_requests:
@@ -737,7 +739,7 @@ def _check_total_requests(workflow: Workflow, limits: Limits, errors: _Collector
     largest = max(per_node, key=lambda n: per_node[n])
     unit = workflow.nodes[largest].uses
     errors.add(
-        (unit, "num_requests"),
+        (*origins.get(unit, (unit,)), "num_requests"),
         f"one run would issue {total:,} requests (over the nodes, (warmup_requests + num_requests) x "
         f"concurrency), over the limit of {limits.max_total_requests:,}; node '{largest}' (unit "
         f"'{unit}') alone issues {per_node[largest]:,}",

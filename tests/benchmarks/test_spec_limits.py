@@ -222,3 +222,13 @@ def test_yaml_over_the_byte_limit_is_refused_naming_it() -> None:
 def test_a_workflow_at_the_request_limit_still_loads() -> None:
     wf = load_yaml("a: {type: Sleep, num_requests: 99990, warmup_requests: 10}\n")
     assert sum(requests_per_run(wf).values()) == DEFAULT_LIMITS.max_total_requests
+
+
+def test_the_request_limit_points_at_the_task_of_a_task_list_with_its_line() -> None:
+    text = "wf:\n  tasks:\n    - {type: Sleep, num_requests: 10}\n"
+    text += "    - {name: big, type: Sleep, num_requests: 90}\n"
+    with pytest.raises(WorkflowValidationError) as info:
+        load_yaml(text, limits=Limits(max_total_requests=50))
+    (error,) = info.value.errors
+    assert error.path == "wf.tasks[1].num_requests" and error.line == 4
+    assert "node 'big'" in error.message
