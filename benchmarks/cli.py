@@ -32,6 +32,7 @@ from benchmarks.spec import (
     WorkflowValidationError,
     format_path,
     load_file,
+    requests_per_run,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -178,7 +179,7 @@ class Progress:
         self.tty = stream.isatty()
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.totals = {n: _expected_requests(workflow.unit_of(n)) for n in self.names}
+        self.totals = requests_per_run(workflow)
         self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
         self.state: dict[str, dict[str, Any]] = {
             n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
@@ -228,10 +229,6 @@ class Progress:
             self.stream.write("\x1b[2K" + self._line(n)[:200] + "\n")
         self.stream.flush()
         self.drawn = True
-
-
-def _expected_requests(unit: Application) -> int:
-    return (unit.num_requests + unit.warmup_requests) * unit.concurrency
 
 
 def summary_table(result: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ Semantics (docs/workflow-format.md):
 from __future__ import annotations
 
 import ctypes
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -19,12 +20,12 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from benchmarks import clock, metrics
 from benchmarks.apps import driver_class
@@ -38,6 +39,10 @@ from benchmarks.schedulers.base import GateSpec, NodePlan, Scheduler, SchedulerE
 from benchmarks.spec import Application, Workflow, to_dict
 
 POLL_S = 0.05
+# Events handled per node per pass of the main loop: an application that floods its pipe (thousands of
+# tiny requests a second) cannot keep the runner from checking cancellation and time limits.
+DRAIN_BATCH = 500
+RECORDS_DIR = "records"  # one JSON Lines file of request records per node, written as they arrive
 SCHEMA_VERSION = 1
 TERMINAL = ("succeeded", "failed", "stopped", "skipped")
 TIME_LIMIT_REASON = "time limit of {:g} s exceeded"  # a run's reason when its time limit stopped it
@@ -79,7 +84,10 @@ class NodeState:
     load_started: float | None = None
     load_finished: float | None = None
     loaded: dict[str, Any] = field(default_factory=dict)
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    # Request records go to a file as they arrive, never to a list: a long run's memory stays flat.
+    records: IO[str] | None = None
+    records_path: Path | None = None
+    request_count: int = 0
     done_status: str | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True
@@ -235,25 +243,44 @@ class _Run:
         if self.out_dir is None:
             scratch = tempfile.TemporaryDirectory(prefix="consumerbench-")
             self.artifacts = Path(scratch.name)
+            records_dir = Path(scratch.name) / RECORDS_DIR
         else:
             self.artifacts = self.out_dir / "artifacts"
+            records_dir = self.out_dir / RECORDS_DIR
         try:
-            self.scheduler.start(self.workflow, plans)
+            self._open_records(records_dir)
             try:
-                self._loop(plans)
-            finally:
+                self.scheduler.start(self.workflow, plans)
+                try:
+                    self._loop(plans)
+                finally:
+                    self._shutdown_all()
+            except SchedulerError:
                 self._shutdown_all()
-        except SchedulerError:
-            self._shutdown_all()
-            raise
+                raise
+            finally:
+                self.scheduler.stop()
+                self.monitor.stop()
+                self._close_records()
+            result = self._result(started_wall, repeat_index)
         finally:
-            self.scheduler.stop()
-            self.monitor.stop()
             if scratch is not None:
                 scratch.cleanup()
-        result = self._result(started_wall, repeat_index)
         self._emit("run_status", status=self.status, reason=self.stop_reason)
         return result
+
+    def _open_records(self, records_dir: Path) -> None:
+        records_dir.mkdir(parents=True, exist_ok=True)
+        for i, state in enumerate(self.nodes.values()):
+            # Numbered, not named after the node: a node name never becomes a path here.
+            state.records_path = records_dir / f"node-{i}.jsonl"
+            state.records = state.records_path.open("w", encoding="utf-8")
+
+    def _close_records(self) -> None:
+        for state in self.nodes.values():
+            if state.records is not None:
+                state.records.close()
+                state.records = None
 
     def _loop(self, plans: Mapping[str, NodePlan]) -> None:
         while True:
@@ -276,7 +303,7 @@ class _Run:
             for ready in wait(waitables, timeout=POLL_S):
                 for s in active:
                     if ready is s.conn:
-                        self._drain(s)
+                        self._drain(s, DRAIN_BATCH)
                     elif s.process is not None and ready == s.process.sentinel:
                         self._reap(s)
             self._release_groups()
@@ -359,11 +386,14 @@ class _Run:
         if state.process.pid is not None:
             self.monitor.watch(state.name, state.process.pid)
 
-    def _drain(self, state: NodeState) -> None:
+    def _drain(self, state: NodeState, limit: int | None = None) -> None:
+        """Handle the events waiting on a node's pipe: at most ``limit`` (None: all of them)."""
         assert state.conn is not None
+        handled = 0
         try:
-            while state.conn.poll():
+            while (limit is None or handled < limit) and state.conn.poll():
                 self._handle(state, state.conn.recv())
+                handled += 1
         except (EOFError, OSError):
             # The process closed its end: only its exit is left to wait for.
             state.pipe_open = False
@@ -378,14 +408,15 @@ class _Run:
             state.loaded = event.get("loaded") or {}
         elif kind == "request_end":
             record = _relative(event["record"], self.t0)
-            state.requests.append(record)
+            if state.records is not None:
+                state.records.write(json.dumps(record) + "\n")
+            state.request_count += 1
             self.scheduler.on_request_end(state.name, record)
+            event["record"] = record
         elif kind == "done":
             state.done_status = event.get("status")
             if event.get("error"):
                 state.reason = event["error"]
-        if kind == "request_end":
-            event["record"] = state.requests[-1]
         self._emit(
             str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")}
         )
@@ -484,7 +515,9 @@ class _Run:
                 }
             )
             slos = s.unit.slo
-            for r in s.requests:
+            # Read back once, at the end: bounded by the workflow's requests per run (spec.Limits).
+            requests = list(_read_records(s.records_path))
+            for r in requests:
                 r["slo_met"] = metrics.request_slo_met(r, slos) if r["status"] == "ok" else None
             app = {
                 "name": name,
@@ -496,9 +529,9 @@ class _Run:
                 "loaded": s.loaded,
                 "slo": [str(x) for x in slos],
                 "load_time_s": load_time,
-                "requests_total": len(s.requests),
-                **metrics.application_metrics(s.requests, slos),
-                "requests": s.requests,
+                "requests_total": len(requests),
+                **metrics.application_metrics(requests, slos),
+                "requests": requests,
             }
             applications.append(app)
         foreground_ends = [s.finished_at for s in self.nodes.values() if not s.background and s.finished_at]
@@ -542,6 +575,15 @@ class _Run:
             ]
             current = max(deps, key=lambda d: self.nodes[d].finished_at or 0.0) if deps else None
         return path[::-1]
+
+
+def _read_records(path: Path | None) -> Iterator[dict[str, Any]]:
+    """Yield the request records a node's JSON Lines file holds, in arrival order."""
+    if path is None or not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
 
 
 def _relative(record: dict[str, Any], t0: float) -> dict[str, Any]:

@@ -16,6 +16,8 @@ Every problem in an input is collected and raised together as ``WorkflowValidati
 from __future__ import annotations
 
 import difflib
+import graphlib
+import heapq
 import json
 import math
 import re
@@ -35,6 +37,29 @@ MAX_FILE_BYTES = 1024 * 1024
 # Bounds the work of alias expansion ("billion laughs") and of hostile nesting.
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds on one workflow input, checked while it is loaded (docs/workflow-format.md).
+
+    The one home of the input limits: the CLI uses these defaults, the web application passes its
+    settings (CB_MAX_*). Each bound protects a resource: parse time and memory (bytes, depth,
+    values), OS processes (nodes: one per node), and the worker's time and disk (requests per run).
+    """
+
+    max_bytes: int = MAX_FILE_BYTES
+    max_depth: int = MAX_YAML_DEPTH
+    max_values: int = MAX_YAML_NODES
+    # A consumer device runs a handful of applications; 64 processes is already far beyond that, and
+    # the web editor renders every node as a card (with every other node as a dependency choice).
+    max_units: int = 64
+    max_nodes: int = 64
+    # Sum over the nodes of (warmup_requests + num_requests) x concurrency: one run's requests.
+    max_total_requests: int = 100_000
+
+
+DEFAULT_LIMITS = Limits()
 
 RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "start_together", "workflows")
 # Top-level keys of a task-list workflow besides 'tasks'.
@@ -194,9 +219,9 @@ class Arrival(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["closed", "fixed", "poisson", "trace"] = "closed"
-    think_time_s: float = Field(0.0, ge=0)
-    rate: float | None = Field(None, gt=0, description="requests per second (fixed, poisson)")
-    seed: int | None = None
+    think_time_s: float = Field(0.0, ge=0, le=86_400)
+    rate: float | None = Field(None, gt=0, le=1_000_000, description="requests per second (fixed, poisson)")
+    seed: int | None = Field(None, ge=-(2**63), le=2**63 - 1)
     trace: Annotated[str | None, DATA_FILE] = Field(
         None, description="file with one arrival time (s) per line"
     )
@@ -228,14 +253,14 @@ class Application(BaseModel):
     type: str
     model: Annotated[str | None, MODEL] = None
     client_model: str | None = None
-    num_requests: int = Field(ge=1)
+    num_requests: int = Field(ge=1, le=10_000_000)
     device: Literal["auto", "gpu", "cpu"] = "auto"
     mps: int | None = Field(None, ge=0, le=100)
     slo: tuple[SLO, ...] = ()
     priority: Literal["high", "medium", "low"]
     arrival: Arrival = Arrival()
-    warmup_requests: int = Field(0, ge=0)
-    seed: int | None = None
+    warmup_requests: int = Field(0, ge=0, le=1_000_000)
+    seed: int | None = Field(None, ge=-(2**63), le=2**63 - 1)
     dataset: Annotated[str | None, DATA_FILE_OR_FOLDER] = None
     concurrency: int = Field(1, ge=1, le=64, description="concurrent sessions (users) of this application")
     options: AppOptions
@@ -265,8 +290,8 @@ class Workflow(BaseModel):
     name: str
     description: str = ""
     scheduler: str = "greedy"
-    repeat: int = Field(1, ge=1)
-    seed: int = 0
+    repeat: int = Field(1, ge=1, le=1000)
+    seed: int = Field(0, ge=-(2**63), le=2**63 - 1)
     # Nodes that start at the same point of the DAG begin their requests together, once every one of
     # them has loaded, instead of each as soon as its own model is loaded.
     start_together: bool = False
@@ -278,17 +303,33 @@ class Workflow(BaseModel):
         return self.applications[self.nodes[node].uses]
 
     def topological_order(self) -> list[str]:
-        """Return node names so that every node comes after its dependencies (stable by definition)."""
+        """Return node names so that every node comes after its dependencies.
+
+        Stable: among the nodes whose dependencies are met, the one defined first comes first.
+        Raises ValueError naming the nodes of a dependency cycle or an unknown dependency (possible
+        only for a Workflow built in Python: the loaders report both).
+        """
+        index = {name: i for i, name in enumerate(self.nodes)}
+        for node in self.nodes.values():
+            unknown = [d for d in node.depend_on if d not in index]
+            if unknown:
+                raise ValueError(f"node '{node.name}' depends on unknown node(s): {', '.join(unknown)}")
+        sorter = graphlib.TopologicalSorter({n: node.depend_on for n, node in self.nodes.items()})
+        try:
+            sorter.prepare()
+        except graphlib.CycleError as exc:
+            cycle = list(reversed(exc.args[1]))
+            raise ValueError("dependency cycle: " + " -> ".join(cycle)) from None
+        ready = [index[n] for n in sorter.get_ready()]
+        heapq.heapify(ready)
+        names = list(self.nodes)
         order: list[str] = []
-        done: set[str] = set()
-        pending = list(self.nodes)
-        while pending:
-            for name in pending:
-                if all(d in done for d in self.nodes[name].depend_on):
-                    order.append(name)
-                    done.add(name)
-                    pending.remove(name)
-                    break
+        while ready:
+            name = names[heapq.heappop(ready)]
+            order.append(name)
+            sorter.done(name)
+            for n in sorter.get_ready():
+                heapq.heappush(ready, index[n])
         return order
 
 
@@ -300,8 +341,9 @@ class Workflow(BaseModel):
 class _YamlWalker:
     """Turns a composed YAML node tree into Python values, recording the line of every path."""
 
-    def __init__(self, errors: _Collector) -> None:
+    def __init__(self, errors: _Collector, limits: Limits = DEFAULT_LIMITS) -> None:
         self.errors = errors
+        self.limits = limits
         self.lines: dict[Path_, int] = {}
         self.constructor = yaml.SafeLoader("")
         self.count = 0
@@ -309,10 +351,10 @@ class _YamlWalker:
 
     def walk(self, node: yaml.Node, path: Path_) -> Any:
         self.count += 1
-        if self.count > MAX_YAML_NODES:
-            raise _Abort(f"the document expands to more than {MAX_YAML_NODES} values (alias bomb?)")
-        if len(path) > MAX_YAML_DEPTH:
-            raise _Abort(f"the document nests deeper than {MAX_YAML_DEPTH} levels")
+        if self.count > self.limits.max_values:
+            raise _Abort(f"the document expands to more than {self.limits.max_values} values (alias bomb?)")
+        if len(path) > self.limits.max_depth:
+            raise _Abort(f"the document nests deeper than {self.limits.max_depth} levels")
         self.lines.setdefault(path, node.start_mark.line + 1)
         if id(node) in self.stack:
             raise _Abort(f"line {node.start_mark.line + 1}: recursive YAML alias")
@@ -364,14 +406,45 @@ class _Abort(Exception):
     """Stops parsing of a document that cannot be read at all."""
 
 
-def parse_yaml_text(text: str, source: str | None = None) -> tuple[Any, dict[Path_, int]]:
-    """Parse YAML text; return the value and a map from path to line. Raises WorkflowValidationError."""
+def _bounded_loader(max_depth: int) -> type[yaml.SafeLoader]:
+    """Return a SafeLoader whose composer refuses nesting deeper than ``max_depth``.
+
+    PyYAML composes nested collections recursively: the bound stops a deep document long before
+    Python's recursion limit (the parser itself is a state machine and needs no bound).
+    """
+
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > max_depth + 1:
+                    mark = self.peek_event().start_mark
+                    raise _Abort(f"line {mark.line + 1}: the document nests deeper than {max_depth} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
+
+
+def parse_yaml_text(
+    text: str, source: str | None = None, limits: Limits | None = None
+) -> tuple[Any, dict[Path_, int]]:
+    """Parse YAML text; return the value and a map from path to line. Raises WorkflowValidationError.
+
+    ``limits`` (default: ``DEFAULT_LIMITS``) bounds the size, nesting and number of values.
+    """
+    limits = limits or DEFAULT_LIMITS
     errors = _Collector(None)
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-        errors.add((), f"the workflow is larger than {MAX_FILE_BYTES // 1024} KiB")
+    if len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+        errors.add((), f"the workflow is larger than the limit of {limits.max_bytes} bytes")
         raise WorkflowValidationError(errors.errors, source)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_bounded_loader(limits.max_depth))
+    except _Abort as exc:
+        raise WorkflowValidationError([SpecError("", None, str(exc))], source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -381,7 +454,7 @@ def parse_yaml_text(text: str, source: str | None = None) -> tuple[Any, dict[Pat
         raise WorkflowValidationError([SpecError("", None, f"not valid YAML: {exc}")], source) from None
     if node is None:
         raise WorkflowValidationError([SpecError("", None, "the file is empty")], source)
-    walker = _YamlWalker(errors)
+    walker = _YamlWalker(errors, limits)
     try:
         value = walker.walk(node, ())
     except _Abort as exc:
@@ -400,18 +473,15 @@ def parse_yaml_text(text: str, source: str | None = None) -> tuple[Any, dict[Pat
 # --------------------------------------------------------------------------------------------------
 
 
-def load_file(path: str | Path, name: str | None = None) -> Workflow:
+def load_file(path: str | Path, name: str | None = None, limits: Limits | None = None) -> Workflow:
     """Load a workflow file in any dialect; the workflow is named after the file unless it says."""
     path = Path(path)
+    max_bytes = (limits or DEFAULT_LIMITS).max_bytes
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if size > max_bytes:
             raise WorkflowValidationError(
-                [
-                    SpecError(
-                        "", None, f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KiB limit"
-                    )
-                ],
+                [SpecError("", None, f"the file is {size} bytes, over the limit of {max_bytes} bytes")],
                 str(path),
             )
         text = path.read_text(encoding="utf-8")
@@ -423,13 +493,15 @@ def load_file(path: str | Path, name: str | None = None) -> Workflow:
         raise WorkflowValidationError(
             [SpecError("", None, f"cannot read the file: {exc.strerror}")], str(path)
         ) from None
-    return load_yaml(text, name=name or path.stem, source=str(path))
+    return load_yaml(text, name=name or path.stem, source=str(path), limits=limits)
 
 
-def load_yaml(text: str, name: str | None = None, source: str | None = None) -> Workflow:
+def load_yaml(
+    text: str, name: str | None = None, source: str | None = None, limits: Limits | None = None
+) -> Workflow:
     """Load a workflow from YAML text in any dialect. Raises WorkflowValidationError."""
-    data, lines = parse_yaml_text(text, source)
-    return from_dict(data, name=name, lines=lines, source=source)
+    data, lines = parse_yaml_text(text, source, limits)
+    return from_dict(data, name=name, lines=lines, source=source, limits=limits)
 
 
 def from_dict(
@@ -437,12 +509,19 @@ def from_dict(
     name: str | None = None,
     lines: Mapping[Path_, int] | None = None,
     source: str | None = None,
+    limits: Limits | None = None,
 ) -> Workflow:
     """Normalise a native or task-list mapping into a ``Workflow``. Raises WorkflowValidationError.
 
-    ``name`` names the workflow when the input itself has no ``name:``.
+    ``name`` names the workflow when the input itself has no ``name:``. ``limits`` (default:
+    ``DEFAULT_LIMITS``) bounds nesting, values, units, nodes and requests per run.
     """
+    limits = limits or DEFAULT_LIMITS
     errors = _Collector(lines)
+    shape_problem = _shape_problem(data, limits)
+    if shape_problem:
+        errors.add((), shape_problem)
+        raise WorkflowValidationError(errors.errors, source)
     if not isinstance(data, Mapping):
         errors.add((), f"a workflow must be a mapping of application units, not {_kind(data)}")
         raise WorkflowValidationError(errors.errors, source)
@@ -450,11 +529,29 @@ def from_dict(
     for key in bad_keys:
         errors.add((), f"top-level key {key!r} must be a string")
     data = {k: v for k, v in data.items() if isinstance(k, str)}
-    raw = _task_list_to_native(data, errors) if _is_task_list(data) else data
-    workflow = _build(raw, name, errors) if raw is not None else None
+    raw = _task_list_to_native(data, errors, limits) if _is_task_list(data) else data
+    workflow = _build(raw, name, errors, limits) if raw is not None else None
     if errors.errors or workflow is None:
         raise WorkflowValidationError(errors.errors, source)
     return workflow
+
+
+def _shape_problem(data: Any, limits: Limits) -> str | None:
+    """Return why a mapping given as data (not text) is too deep or too large, walking it iteratively."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > limits.max_values:
+            return f"the workflow holds more than {limits.max_values} values, over the limit"
+        if depth > limits.max_depth:
+            return f"the workflow nests deeper than {limits.max_depth} levels, over the limit"
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1) for v in value)
+    return None
 
 
 def _kind(value: Any) -> str:
@@ -474,7 +571,9 @@ def _is_task_list(data: Mapping[str, Any]) -> bool:
     return any(isinstance(v, Mapping) and "tasks" in v for v in data.values())
 
 
-def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[str, Any] | None:
+def _task_list_to_native(
+    data: Mapping[str, Any], errors: _Collector, limits: Limits = DEFAULT_LIMITS
+) -> dict[str, Any] | None:
     """Rewrite ``{wf: {tasks: [...]}}`` into the native dialect, keeping paths for line lookup."""
     names = list(data)
     if len(names) != 1:
@@ -501,7 +600,11 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
     if not isinstance(tasks, list) or not tasks:
         errors.add((wf_name, "tasks"), "'tasks' must be a non-empty list of tasks")
         return None
+    if len(tasks) > limits.max_nodes:
+        errors.add((wf_name, "tasks"), _over("tasks (nodes)", len(tasks), limits.max_nodes))
+        return None
     task_names: list[str] = []
+    taken: set[str] = set()
     types: dict[str, list[str]] = {}
     for i, task in enumerate(tasks):
         path = (wf_name, "tasks", i)
@@ -513,9 +616,10 @@ def _task_list_to_native(data: Mapping[str, Any], errors: _Collector) -> dict[st
         ttype = task.get("type")
         base = str(tname) if tname is not None else (str(ttype).lower() if ttype is not None else f"task{i}")
         unique, k = base, 2
-        while unique in task_names:
+        while unique in taken:
             unique, k = f"{base}_{k}", k + 1
         task_names.append(unique)
+        taken.add(unique)
         if isinstance(ttype, str):
             types.setdefault(ttype.strip().lower(), []).append(unique)
     workflows: dict[str, Any] = {}
@@ -567,7 +671,13 @@ class _Relocated(dict[str, Any]):
         self.origin = origin
 
 
-def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Workflow | None:
+def _over(what: str, count: int, limit: int) -> str:
+    return f"the workflow has {count} {what}, over the limit of {limit}"
+
+
+def _build(
+    raw: Mapping[str, Any], name: str | None, errors: _Collector, limits: Limits = DEFAULT_LIMITS
+) -> Workflow | None:
     wf_kwargs: dict[str, Any] = {"name": name or "workflow"}
     units_raw: dict[str, tuple[Mapping[str, Any], Path_]] = {}
     nodes_raw: Any = None
@@ -590,6 +700,16 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
             )
     if not units_raw:
         errors.add((), "the workflow defines no application units")
+    # Counted before anything is built, so an oversized input costs no more than reading it.
+    if len(units_raw) > limits.max_units:
+        errors.add((), _over("application units", len(units_raw), limits.max_units))
+        return None
+    if isinstance(nodes_raw, Mapping) and len(nodes_raw) > limits.max_nodes:
+        errors.add(("workflows",), _over("nodes", len(nodes_raw), limits.max_nodes))
+        return None
+    if nodes_raw is None and len(units_raw) > limits.max_nodes:
+        errors.add((), _over("nodes (one per unit)", len(units_raw), limits.max_nodes))
+        return None
     bad_units: set[str] = set()
     for key, (unit, origin) in units_raw.items():
         task = isinstance(unit, _Relocated)
@@ -619,6 +739,7 @@ def _build(raw: Mapping[str, Any], name: str | None, errors: _Collector) -> Work
     except ValidationError as exc:
         _pydantic_errors(exc, (), errors)
         return None
+    _check_total_requests(workflow, limits, errors, {u: origin for u, (_, origin) in units_raw.items()})
     if workflow.scheduler == "partition":
         for message in partition_share_problems(workflow):
             errors.add(("workflows",), message)
@@ -640,6 +761,32 @@ def name_problem(name: str, what: str, label: bool = False) -> str | None:
     return (
         f"{what} name {shown} is not an identifier: use letters, digits, '_' and '-', starting with a "
         f"letter or digit, at most {NAME_MAX_CHARS} characters"
+    )
+
+
+def requests_per_run(workflow: Workflow) -> dict[str, int]:
+    """Return the requests each node issues in one run: (warmup_requests + num_requests) x concurrency."""
+    out = {}
+    for name in workflow.nodes:
+        unit = workflow.unit_of(name)
+        out[name] = (unit.warmup_requests + unit.num_requests) * unit.concurrency
+    return out
+
+
+def _check_total_requests(
+    workflow: Workflow, limits: Limits, errors: _Collector, origins: Mapping[str, Path_]
+) -> None:
+    per_node = requests_per_run(workflow)
+    total = sum(per_node.values())
+    if total <= limits.max_total_requests:
+        return
+    largest = max(per_node, key=lambda n: per_node[n])
+    unit = workflow.nodes[largest].uses
+    errors.add(
+        (*origins.get(unit, (unit,)), "num_requests"),
+        f"one run would issue {total:,} requests (over the nodes, (warmup_requests + num_requests) x "
+        f"concurrency), over the limit of {limits.max_total_requests:,}; node '{largest}' (unit "
+        f"'{unit}') alone issues {per_node[largest]:,}",
     )
 
 
@@ -991,43 +1138,104 @@ def _cycle_path(component: list[str], edges: Any) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 
 
-def concurrent_sets_max(workflow: Workflow, weight: Mapping[str, int]) -> tuple[int, list[str]]:
-    """Return the largest total weight of nodes that can run at the same time, and those nodes.
-
-    Two nodes cannot overlap when one reaches the other through foreground nodes only: a background
-    node keeps running after its dependents start, so it overlaps with them.
-    """
-    names = [n for n in workflow.nodes if weight.get(n, 0) > 0]
+def _runs_after(workflow: Workflow) -> dict[str, set[str]]:
+    """Return, for every node, the nodes it reaches through foreground dependencies only: the nodes
+    that have finished before it starts (a background dependency runs on beside its dependents)."""
     after: dict[str, set[str]] = {n: set() for n in workflow.nodes}
     for name in workflow.topological_order():
         for dep in workflow.nodes[name].depend_on:
             if not workflow.nodes[dep].background:
                 after[name] |= {dep} | after[dep]
-    overlap = {a: {b for b in names if b != a and a not in after[b] and b not in after[a]} for a in names}
-    best: tuple[int, list[str]] = (0, [])
+    return after
 
-    def grow(chosen: list[str], candidates: list[str], total: int) -> None:
-        nonlocal best
-        if total > best[0]:
-            best = (total, list(chosen))
-        if total + sum(weight[c] for c in candidates) <= best[0]:
-            return
-        for i, c in enumerate(candidates):
-            grow([*chosen, c], [d for d in candidates[i + 1 :] if d in overlap[c]], total + weight[c])
 
-    grow([], sorted(names, key=lambda n: -weight[n]), 0)
-    return best
+def concurrent_sets_max(workflow: Workflow, weight: Mapping[str, int]) -> tuple[int, list[str]]:
+    """Return the largest total weight of nodes that can run at the same time, and those nodes.
+
+    Two nodes cannot overlap when one reaches the other through foreground nodes only: a background
+    node keeps running after its dependents start, so it overlaps with them. That relation is a
+    partial order, so the answer is a maximum-weight antichain. By Dilworth's theorem applied to each
+    node copied ``weight`` times it is the total weight minus a maximum flow from the earlier to the
+    later copies; the nodes are read off the minimum cut (polynomial: one max-flow on 2n+2 vertices).
+    """
+    import networkx as nx  # imported here: only the partition check needs it
+
+    names = [n for n in workflow.nodes if weight.get(n, 0) > 0]
+    if not names:
+        return 0, []
+    after = _runs_after(workflow)
+    graph = nx.DiGraph()
+    for n in names:
+        graph.add_edge("source", ("early", n), capacity=weight[n])
+        graph.add_edge(("late", n), "sink", capacity=weight[n])
+    for later in names:
+        for earlier in after[later]:
+            if weight.get(earlier, 0) > 0:
+                graph.add_edge(("early", earlier), ("late", later))  # no capacity: unbounded
+    flow, (reachable, _) = nx.minimum_cut(graph, "source", "sink")
+    chosen = [n for n in names if ("early", n) in reachable and ("late", n) not in reachable]
+    total = sum(weight[n] for n in chosen)
+    assert total == sum(weight[n] for n in names) - flow, "min cut does not give a maximum antichain"
+    return total, chosen
+
+
+class ShareError(ValueError):
+    """MPS shares that a static partition cannot honour (the message names the nodes)."""
+
+
+def partition_share_plan(workflow: Workflow, gpu_nodes: Iterable[str]) -> dict[str, int]:
+    """Return the SM share (percent) of every GPU node under a static partition (the one share policy:
+    validation, the launch check and the partition scheduler all use it).
+
+    A node's ``mps:`` share is used as given; nodes without one get the largest equal share that keeps
+    every set of nodes that may run at the same time within 100 %. Raises ShareError naming the nodes
+    when the shares cannot be honoured.
+    """
+    gpu = list(gpu_nodes)
+    zero = sorted(n for n in gpu if workflow.unit_of(n).mps == 0)
+    if zero:
+        raise ShareError(
+            f"node(s) {', '.join(zero)} have mps: 0, which gives a GPU process no SMs; "
+            "give a share between 1 and 100 or leave mps out for an equal split"
+        )
+    explicit = {n: share for n in gpu if (share := workflow.unit_of(n).mps) is not None}
+    absent = [n for n in gpu if n not in explicit]
+
+    def peak(equal: int) -> tuple[int, list[str]]:
+        weight = {n: explicit.get(n, equal if n in absent else 0) for n in workflow.nodes}
+        return concurrent_sets_max(workflow, weight)
+
+    total, chosen = peak(0)
+    if total > 100:
+        raise ShareError(
+            f"the mps shares of nodes that run at the same time sum to {total} % (> 100 %): "
+            f"{', '.join(sorted(chosen))}"
+        )
+    if not absent:
+        return explicit
+    if peak(1)[0] > 100:
+        raise ShareError(
+            f"no share is left for {', '.join(sorted(absent))} (no mps key): the nodes with an "
+            "mps share that run at the same time already take 100 %; lower their shares"
+        )
+    # The peak grows with the equal share, so a binary search finds the largest share that fits.
+    lo, hi = 1, 100
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if peak(mid)[0] <= 100:
+            lo = mid
+        else:
+            hi = mid - 1
+    return {**explicit, **dict.fromkeys(absent, lo)}
 
 
 def partition_share_problems(workflow: Workflow) -> list[str]:
-    """Return sentences for MPS shares that cannot be honoured by a static partition (sum over 100 %)."""
-    weight = {n: workflow.unit_of(n).mps or 0 for n in workflow.nodes}
-    total, chosen = concurrent_sets_max(workflow, weight)
-    if total > 100:
-        return [
-            f"under the partition scheduler the mps shares of nodes that run at the same time sum to "
-            f"{total} % (> 100 %): {', '.join(sorted(chosen))}"
-        ]
+    """Return sentences for MPS shares that a static partition cannot honour (``partition_share_plan``
+    over every node not pinned to the CPU); empty when they fit."""
+    try:
+        partition_share_plan(workflow, [n for n in workflow.nodes if workflow.unit_of(n).device != "cpu"])
+    except ShareError as exc:
+        return [f"under the partition scheduler {exc}"]
     return []
 
 

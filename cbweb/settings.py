@@ -162,7 +162,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "cbweb.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON bodies are checked against CB_MAX_SPEC_BYTES and CB_MAX_SPEC_DEPTH before they are parsed.
+    "DEFAULT_PARSER_CLASSES": ["cbweb.api.parsers.BoundedJSONParser"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -172,6 +173,29 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --------------------------------------------------------------------------------------------------
+# Input limits (docs/security.md#input-limits): a workflow beyond one is refused with a 400 naming it
+# --------------------------------------------------------------------------------------------------
+
+# Workflow text or JSON body, in bytes (the API refuses a larger request body before parsing it).
+CB_MAX_SPEC_BYTES = env.int("CB_MAX_SPEC_BYTES", default=1024 * 1024)
+# Nesting of YAML, of a JSON request body and of a spec mapping.
+CB_MAX_SPEC_DEPTH = env.int("CB_MAX_SPEC_DEPTH", default=64)
+# Application units and DAG nodes per workflow (each node is one OS process when it runs).
+CB_MAX_UNITS = env.int("CB_MAX_UNITS", default=64)
+CB_MAX_NODES = env.int("CB_MAX_NODES", default=64)
+# Requests one run issues: sum over nodes of (warmup_requests + num_requests) x concurrency.
+CB_MAX_TOTAL_REQUESTS = env.int("CB_MAX_TOTAL_REQUESTS", default=100_000)
+for _name, _value in (
+    ("CB_MAX_SPEC_BYTES", CB_MAX_SPEC_BYTES),
+    ("CB_MAX_SPEC_DEPTH", CB_MAX_SPEC_DEPTH),
+    ("CB_MAX_UNITS", CB_MAX_UNITS),
+    ("CB_MAX_NODES", CB_MAX_NODES),
+    ("CB_MAX_TOTAL_REQUESTS", CB_MAX_TOTAL_REQUESTS),
+):
+    if _value < 1:
+        raise environ.ImproperlyConfigured(f"{_name}={_value} must be at least 1")
 
 # --------------------------------------------------------------------------------------------------
 # Run execution (Celery)

@@ -220,8 +220,11 @@ def run_execute(*, run_id: int, worker: str) -> str:
             what=f"run {run_id}: loading",
         )
         from benchmarks.spec import from_dict
+        from cbweb.workflows.limits import spec_limits
 
-        workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+        workflow = from_dict(
+            run.workflow_version.spec, name=run.workflow_version.workflow.name, limits=spec_limits()
+        )
         with_db_retry(
             lambda: services.run_set_platform(
                 run_id=run_id, platform=platform_register(fingerprint=fingerprint())
@@ -289,14 +292,17 @@ def run_queue(run_id: int) -> str:
     """Return the queue a run is sent to: its platform's, else the GPU workers' when it needs a GPU."""
     from benchmarks.spec import WorkflowValidationError, from_dict
     from cbweb.runs.models import Run
+    from cbweb.workflows.limits import spec_limits
 
     run = Run.objects.select_related("platform", "workflow_version__workflow").get(pk=run_id)
     if run.platform is not None and run.platform.queue:
         return run.platform.queue
     try:
-        workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+        workflow = from_dict(
+            run.workflow_version.spec, name=run.workflow_version.workflow.name, limits=spec_limits()
+        )
     except WorkflowValidationError:
-        # Stored before a rule existed (names, issue 17): any worker fails it with the reason.
+        # Stored before a rule existed (names, limits; issue 17): any worker fails it with the reason.
         return DEFAULT_QUEUE
     needs_gpu = any(unit.device == "gpu" for unit in workflow.applications.values())
     return GPU_QUEUE if needs_gpu else DEFAULT_QUEUE

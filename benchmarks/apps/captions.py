@@ -87,7 +87,9 @@ class CaptionsOptions(AppOptions):
     max_buffer_s: float = Field(
         12.0, gt=0, le=30, description="uncommitted audio kept before forcing a commit"
     )
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
 
     @model_validator(mode="after")
     def _one_audio_key(self) -> CaptionsOptions:

@@ -28,13 +28,15 @@ class ChatbotOptions(AppOptions):
     backend: Literal["llama_cpp", "transformers"] = Field(
         "llama_cpp", description="llama_cpp (GGUF) or transformers (folder, hub id or GGUF)"
     )
-    max_tokens: int = Field(128, ge=1, description="most tokens generated per reply")
-    n_ctx: int = Field(2048, ge=64, description="context window (llama_cpp)")
-    temperature: float = Field(0.7, ge=0, description="sampling temperature; 0 is greedy")
+    max_tokens: int = Field(128, ge=1, le=32_768, description="most tokens generated per reply")
+    n_ctx: int = Field(2048, ge=64, le=131_072, description="context window (llama_cpp)")
+    temperature: float = Field(0.7, ge=0, le=10, description="sampling temperature; 0 is greedy")
     prompts: Annotated[str | None, DATA_FILE] = Field(
         None, description="JSONL of {messages: [...]} or {prompt: ...}; default: shipped"
     )
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
 
 
 def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[list[dict[str, str]]]:

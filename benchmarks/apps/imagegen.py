@@ -35,7 +35,9 @@ class ImageGenOptions(AppOptions):
     steps: int = Field(20, ge=1, le=1000, description="denoising steps per image")
     height: int = Field(512, ge=8, le=4096, multiple_of=8, description="image height in pixels")
     width: int = Field(512, ge=8, le=4096, multiple_of=8, description="image width in pixels")
-    guidance_scale: float = Field(7.0, ge=0, description="classifier-free guidance; <= 1 turns it off")
+    guidance_scale: float = Field(
+        7.0, ge=0, le=100, description="classifier-free guidance; <= 1 turns it off"
+    )
     prompts: Annotated[str | None, DATA_FILE] = Field(
         None, description="JSONL of {prompt: ...}; default: the shipped captions"
     )
@@ -43,7 +45,9 @@ class ImageGenOptions(AppOptions):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="weights and activations; auto: float16 on GPU, float32 on CPU"
     )
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
     save_images: bool = Field(True, description="save each image as PNG with the result bundle")
 
 

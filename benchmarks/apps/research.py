@@ -51,11 +51,13 @@ class ResearchOptions(AppOptions):
         None, description="folder of .md/.txt documents; default: shipped"
     )
     max_steps: int = Field(6, ge=2, le=50, description="tool steps per question, the answer included")
-    max_tokens: int = Field(48, ge=8, description="most tokens per tool call")
-    answer_tokens: int = Field(96, ge=8, description="most tokens of the answer")
-    n_ctx: int = Field(4096, ge=512)
-    temperature: float = Field(0.2, ge=0)
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: all this process may use)")
+    max_tokens: int = Field(48, ge=8, le=32_768, description="most tokens per tool call")
+    answer_tokens: int = Field(96, ge=8, le=32_768, description="most tokens of the answer")
+    n_ctx: int = Field(4096, ge=512, le=131_072)
+    temperature: float = Field(0.2, ge=0, le=10)
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -122,6 +124,9 @@ _OPS: dict[type, Any] = {
 }
 
 
+MAX_EXPRESSION_CHARS = 1000
+
+
 def calculate(expression: str) -> float:
     """Return the value of an arithmetic expression (numbers, + - * / // % **, parentheses).
 
@@ -144,11 +149,16 @@ def calculate(expression: str) -> float:
             return float(_OPS[type(node.op)](walk(node.operand)))
         raise ValueError(f"not arithmetic: {ast.unparse(node)}")
 
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ValueError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
         return walk(tree.body)
     except (SyntaxError, ZeroDivisionError, OverflowError) as exc:
         raise ValueError(str(exc)) from None
+    except (RecursionError, MemoryError):
+        # walk() recurses over the parse tree: a model's deeply nested output must not crash the agent.
+        raise ValueError("expression nested too deeply") from None
 
 
 def action_grammar(actions: tuple[str, ...], doc_ids: list[str]) -> str:

@@ -11,7 +11,7 @@ from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
 
 
 class SleepOptions(AppOptions):
-    sleep_time: float = Field(1.0, ge=0, description="seconds each request sleeps")
+    sleep_time: float = Field(1.0, ge=0, le=86_400, description="seconds each request sleeps")
 
 
 class SleepDriver(Driver):

@@ -19,10 +19,14 @@ from benchmarks.clock import now
 
 class SyntheticOptions(AppOptions):
     load: Literal["cpu", "torch"] = Field("cpu", description="busy-spin on the CPU, or torch matmuls")
-    steps: int = Field(5, ge=1, description="gated steps per request")
-    step_ms: float = Field(10.0, ge=0, description="CPU load: milliseconds of spinning per step")
+    steps: int = Field(5, ge=1, le=1_000_000, description="gated steps per request")
+    step_ms: float = Field(
+        10.0, ge=0, le=3_600_000, description="CPU load: milliseconds of spinning per step"
+    )
     matrix_size: int = Field(256, ge=1, le=65536, description="torch load: side of the square matmul")
-    load_time_s: float = Field(0.0, ge=0, description="seconds load() takes, to imitate a model load")
+    load_time_s: float = Field(
+        0.0, ge=0, le=86_400, description="seconds load() takes, to imitate a model load"
+    )
     fail_at_request: int | None = Field(None, ge=0, description="request index at which to fail")
     fail_mode: Literal["exception", "exit", "segfault"] = "exception"
 

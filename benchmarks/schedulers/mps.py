@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchmarks.schedulers.base import NodePlan, SchedulerError
-from benchmarks.spec import Workflow, concurrent_sets_max
+from benchmarks.spec import ShareError, Workflow, partition_share_plan
 
 CONTROL_BINARY = "nvidia-cuda-mps-control"
 # MPS accepts a device ordinal and a size with a K/M/G suffix, e.g. "0=8G" or "0=512M,1=1G".
@@ -29,46 +29,13 @@ _MEMORY_LIST = re.compile(r"^\d+=\d+[KMG]B?(,\d+=\d+[KMG]B?)*$", re.IGNORECASE)
 def partition_shares(workflow: Workflow, nodes: Mapping[str, NodePlan]) -> dict[str, int]:
     """Return the SM share (percent) of every GPU node under a static partition.
 
-    A node's ``mps:`` share is used as given; nodes without one get the largest equal share that keeps
-    every set of nodes that may run at the same time within 100 %. CPU nodes get no share. Raises
-    SchedulerError naming the nodes when the shares cannot be honoured.
+    The policy is ``benchmarks.spec.partition_share_plan`` over the nodes placed on the GPU; raises
+    SchedulerError naming the nodes when the shares cannot be honoured. CPU nodes get no share.
     """
-    gpu = [n for n, plan in nodes.items() if plan.device == "gpu"]
-    zero = sorted(n for n in gpu if nodes[n].mps == 0)
-    if zero:
-        raise SchedulerError(
-            f"partition: node(s) {', '.join(zero)} have mps: 0, which gives a GPU process no SMs; "
-            "give a share between 1 and 100 or leave mps out for an equal split"
-        )
-    explicit = {n: share for n in gpu if (share := nodes[n].mps) is not None}
-    absent = [n for n in gpu if n not in explicit]
-
-    def peak(equal: int) -> tuple[int, list[str]]:
-        weight = {n: explicit.get(n, equal if n in absent else 0) for n in workflow.nodes}
-        return concurrent_sets_max(workflow, weight)
-
-    total, chosen = peak(0)
-    if total > 100:
-        raise SchedulerError(
-            f"partition: the mps shares of nodes that run at the same time sum to {total} % (> 100 %): "
-            f"{', '.join(sorted(chosen))}"
-        )
-    if not absent:
-        return explicit
-    if peak(1)[0] > 100:
-        raise SchedulerError(
-            f"partition: no share is left for {', '.join(sorted(absent))} (no mps key): the nodes with an "
-            "mps share that run at the same time already take 100 %; lower their shares"
-        )
-    # The peak grows with the equal share, so a binary search finds the largest share that fits.
-    lo, hi = 1, 100
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if peak(mid)[0] <= 100:
-            lo = mid
-        else:
-            hi = mid - 1
-    return {**explicit, **dict.fromkeys(absent, lo)}
+    try:
+        return partition_share_plan(workflow, [n for n, plan in nodes.items() if plan.device == "gpu"])
+    except ShareError as exc:
+        raise SchedulerError(f"partition: {exc}") from None
 
 
 def memory_limit_value(limit: str) -> str:

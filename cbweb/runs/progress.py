@@ -10,13 +10,14 @@ from benchmarks import spec as engine_spec
 
 def initial_progress(workflow: engine_spec.Workflow) -> dict[str, Any]:
     """Return the progress of a run that has not started: every node pending, no request done."""
+    totals = engine_spec.requests_per_run(workflow)
     return {
         "t": 0.0,
         "nodes": {
             name: {
                 "status": "pending",
                 "done": 0,
-                "total": workflow.unit_of(name).num_requests + workflow.unit_of(name).warmup_requests,
+                "total": totals[name],
                 "type": workflow.unit_of(name).type,
                 "background": node.background,
                 "last": {},

@@ -30,6 +30,7 @@ from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run,
 from cbweb.runs.progress import initial_progress
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
+from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import WorkflowVersion
 from cbweb.workflows.services import workflow_check_files
 
@@ -76,8 +77,9 @@ def run_create(
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
     try:
-        # A version stored before the file access policy (or the name rule) existed is checked again.
-        workflow = engine_spec.from_dict(version.spec, name=version.workflow.name)
+        # A version stored before the file access policy, the name rule or today's limits is checked
+        # again: a version stored under looser settings cannot be launched.
+        workflow = engine_spec.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
         workflow_check_files(workflow=workflow)
     except engine_spec.WorkflowValidationError as exc:
         raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None

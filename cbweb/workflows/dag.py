@@ -6,6 +6,7 @@ still has errors (unknown dependencies are drawn as missing, cycles do not loop 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -43,21 +44,27 @@ def nodes_of_spec(spec: Mapping[str, Any]) -> list[DagNode]:
 
 
 def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
+    """Return each node's column: the length of its longest dependency chain (iterative, so a long
+    chain cannot exhaust the stack). Nodes on or after a cycle go right of what they depend on."""
     known = {n.name: n for n in nodes}
+    deps = {n.name: [d for d in dict.fromkeys(n.depend_on) if d in known and d != n.name] for n in nodes}
+    dependents: dict[str, list[str]] = {name: [] for name in known}
+    waiting = {name: len(ds) for name, ds in deps.items()}
+    for name, ds in deps.items():
+        for d in ds:
+            dependents[d].append(name)
     depth: dict[str, int] = {}
-
-    def visit(name: str, trail: frozenset[str]) -> int:
-        if name in depth:
-            return depth[name]
-        if name in trail:
-            return 0
-        deps = [d for d in known[name].depend_on if d in known]
-        value = 1 + max((visit(d, trail | {name}) for d in deps), default=-1)
-        depth[name] = value
-        return value
-
-    for n in nodes:
-        visit(n.name, frozenset())
+    ready = deque(name for name, count in waiting.items() if count == 0)
+    while ready:
+        name = ready.popleft()
+        depth[name] = 1 + max((depth[d] for d in deps[name]), default=-1)
+        for child in dependents[name]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    for name in known:  # left over: a cycle, or downstream of one
+        if name not in depth:
+            depth[name] = 1 + max((depth[d] for d in deps[name] if d in depth), default=-1)
     return depth
 
 

@@ -6,6 +6,7 @@ from django.db.models import Count, Max, QuerySet
 from django.shortcuts import get_object_or_404
 
 from benchmarks import spec as engine_spec
+from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
@@ -38,4 +39,4 @@ def version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
 
 def version_workflow(*, version: WorkflowVersion) -> engine_spec.Workflow:
     """Return the engine workflow of a stored version (it was validated when saved)."""
-    return engine_spec.from_dict(version.spec, name=version.workflow.name)
+    return engine_spec.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())

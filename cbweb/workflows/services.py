@@ -10,13 +10,15 @@ from django.db import transaction
 from benchmarks import spec as engine_spec
 from benchmarks.files import FilePolicy
 from cbweb.permissions import check_can_edit
+from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
 def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None) -> engine_spec.Workflow:
     """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named ``name``.
 
-    Raises ``benchmarks.spec.WorkflowValidationError`` with every problem (path, line, message).
+    The input limits are the deployment's (settings CB_MAX_*). Raises
+    ``benchmarks.spec.WorkflowValidationError`` with every problem (path, line, message).
     """
     if (yaml_text is None) == (spec is None):
         raise engine_spec.WorkflowValidationError(
@@ -28,10 +30,10 @@ def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None)
         )
     lines: dict[Any, int] = {}
     if yaml_text is not None:
-        data, lines = engine_spec.parse_yaml_text(yaml_text)
-        parsed = engine_spec.from_dict(data, name=name, lines=lines)
+        data, lines = engine_spec.parse_yaml_text(yaml_text, limits=spec_limits())
+        parsed = engine_spec.from_dict(data, name=name, lines=lines, limits=spec_limits())
     else:
-        parsed = engine_spec.from_dict(spec, name=name)
+        parsed = engine_spec.from_dict(spec, name=name, limits=spec_limits())
     workflow_check_files(workflow=parsed, lines=lines)
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed

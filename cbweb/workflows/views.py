@@ -24,8 +24,7 @@ from cbweb.workflows.forms import (
     node_names_in,
     workflow_to_editor,
 )
-
-MAX_UPLOAD_BYTES = engine_spec.MAX_FILE_BYTES
+from cbweb.workflows.limits import spec_limits
 
 
 @readable
@@ -67,8 +66,9 @@ def _imported(request: HttpRequest) -> tuple[str | None, str | None]:
     """Return (YAML text, problem) from the import box or the uploaded file."""
     upload = request.FILES.get("yaml_file")
     if upload is not None:
-        if upload.size and upload.size > MAX_UPLOAD_BYTES:
-            return None, f"the file is larger than {MAX_UPLOAD_BYTES // 1024} KiB"
+        max_bytes = spec_limits().max_bytes
+        if upload.size and upload.size > max_bytes:
+            return None, f"the file is {upload.size} bytes, over the limit of {max_bytes} bytes"
         try:
             return upload.read().decode("utf-8"), None
         except UnicodeDecodeError:
@@ -90,7 +90,9 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
             general.append(problem)
         else:
             try:
-                parsed = engine_spec.load_yaml(text or "", name=workflow.name if workflow else "imported")
+                parsed = engine_spec.load_yaml(
+                    text or "", name=workflow.name if workflow else "imported", limits=spec_limits()
+                )
                 services.workflow_check_files(workflow=parsed)
             except engine_spec.WorkflowValidationError as exc:
                 import_errors = exc.to_json()

@@ -102,6 +102,12 @@ def test_the_calculator_does_arithmetic_and_nothing_else():
             calculate(bad)
 
 
+@pytest.mark.parametrize("expression", ["-" * 995 + "1", "(" * 400 + "1" + ")" * 400, "1+" * 2000 + "1"])
+def test_the_calculator_refuses_deep_or_long_model_output_without_crashing(expression: str) -> None:
+    with pytest.raises(ValueError):
+        calculate(expression)
+
+
 def test_every_action_grammar_compiles_in_llama_cpp():
     from llama_cpp import LlamaGrammar
 

@@ -27,7 +27,7 @@ from benchmarks.spec import load_yaml
 HIGH_AND_LOW = """
 chat: {type: Synthetic, steps: 5, step_ms: 10, num_requests: 6, priority: high, slo: ["e2e<=40ms"],
        arrival: {kind: closed, think_time_s: 0.1}}
-bg: {type: Synthetic, steps: 1, step_ms: 10, num_requests: 100000, priority: low}
+bg: {type: Synthetic, steps: 1, step_ms: 10, num_requests: 10000, priority: low}
 workflows:
   c: {uses: chat}
   b: {uses: bg, background: true}
@@ -81,7 +81,7 @@ def test_request_feedback_sets_pressure_from_latency_against_the_slo() -> None:
 def test_medium_work_is_slowed_to_its_floor_share_not_stopped_by_pressured_high_work() -> None:
     text = """
 chat: {type: Synthetic, steps: 40, step_ms: 10, num_requests: 1, priority: high, slo: ["e2e<=100ms"]}
-img: {type: Synthetic, steps: 1, step_ms: 20, num_requests: 100000, priority: medium}
+img: {type: Synthetic, steps: 1, step_ms: 20, num_requests: 10000, priority: medium}
 workflows:
   c: {uses: chat}
   m: {uses: img, background: true}
