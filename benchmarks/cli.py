@@ -26,7 +26,6 @@ from benchmarks.results import default_out_dir, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
 from benchmarks.spec import (
-    Application,
     SpecError,
     Workflow,
     WorkflowValidationError,
