@@ -51,7 +51,7 @@ PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 # A scheme of two or more letters (``file:``, ``http:``); one letter and a colon is a Windows drive.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
-# A drive (``C:``), a UNC share (``\\\\server``, ``//server``) or any backslash.
+# A drive (C:), a UNC share (\\server, //server) or any backslash.
 _WINDOWS = re.compile(r"^([A-Za-z]:|//)|\\")
 
 
@@ -252,6 +252,8 @@ class FilePolicy:
         A file that resolves outside the allowed roots (a symlink pointing out) is refused.
         """
         folder = self.check(str(value), field, where)
+        if not field.folder:
+            raise FileAccessError(f"{where}: this field names a file, not a folder")
         if not folder.is_dir():
             raise FileAccessError(f"{where}: no such folder")
         out = []

@@ -85,8 +85,8 @@ class Library:
     def __init__(self, folder: Input, files: FilePolicy = UNRESTRICTED) -> None:
         policy = folder.policy(files)
         self.docs: dict[str, Document] = {}
-        value = folder.value if not isinstance(folder.value, list) else ",".join(folder.value)
-        for path in policy.folder_files(value, DATA_FILE_OR_FOLDER, folder.where, DOC_SUFFIXES):
+        assert not isinstance(folder.value, list)  # 'documents' names one folder
+        for path in policy.folder_files(folder.value, DATA_FILE_OR_FOLDER, folder.where, DOC_SUFFIXES):
             text = policy.read_text(path, DATA_FILE_OR_FOLDER, f"{folder.where} ({path.name})")
             first = text.strip().splitlines()[0] if text.strip() else path.stem
             title = first.lstrip("# ").strip() if first.startswith("#") else path.stem

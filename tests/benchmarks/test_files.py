@@ -16,6 +16,7 @@ from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppOptions, read_trace
 from benchmarks.files import (
     DATA_FILE,
+    DATA_FILE_OR_FOLDER,
     MODEL,
     UNRESTRICTED,
     FileAccessError,
@@ -206,10 +207,12 @@ def test_a_folder_field_checks_every_file_read_from_it(roots: Any, tmp_path: Pat
     docs.mkdir()
     (docs / "a.md").write_text("# A\n")
     (tmp_path / "secret.md").write_text("secret\n")
-    assert [p.name for p in policy.folder_files(docs, DATA_FILE, "w", (".md",))] == ["a.md"]
+    assert [p.name for p in policy.folder_files(docs, DATA_FILE_OR_FOLDER, "w", (".md",))] == ["a.md"]
+    with pytest.raises(FileAccessError, match="names a file, not a folder"):
+        policy.folder_files(docs, DATA_FILE, "w", (".md",))
     (docs / "b.md").symlink_to(tmp_path / "secret.md")
     with pytest.raises(FileAccessError, match=r"outside the allowed data folders: w \(b.md\)"):
-        policy.folder_files(docs, DATA_FILE, "w", (".md",))
+        policy.folder_files(docs, DATA_FILE_OR_FOLDER, "w", (".md",))
 
 
 def test_a_bad_trace_line_is_reported_by_line_without_its_text(tmp_path: Path) -> None:
