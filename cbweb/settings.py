@@ -255,6 +255,14 @@ if CB_SWEEP_S <= 0 or CB_REDISPATCH_AFTER_S < CB_SWEEP_S:
         f"CB_SWEEP_S={CB_SWEEP_S:g} must be positive and CB_REDISPATCH_AFTER_S={CB_REDISPATCH_AFTER_S:g} "
         "at least as long: a run is re-sent at most once per sweep"
     )
+# A database outage shorter than a sweep goes unnoticed by the sweeper, so it must not be able to age
+# a healthy run's heartbeat past the lost-after limit (docs/operations.md, "Clocks").
+if CB_SWEEP_S > CB_WORKER_LOST_AFTER_S - CB_HEARTBEAT_S:
+    raise environ.ImproperlyConfigured(
+        f"CB_SWEEP_S={CB_SWEEP_S:g} must be at most CB_WORKER_LOST_AFTER_S - CB_HEARTBEAT_S "
+        f"({CB_WORKER_LOST_AFTER_S - CB_HEARTBEAT_S:g}): the sweeper must see every outage that could "
+        "make a healthy run look lost"
+    )
 # Redis hands an unacknowledged message to another worker after its visibility timeout. A run's
 # message is acknowledged when the run ends (acks late), so the timeout must outlast the longest run,
 # or a second worker would receive it mid-run (it would find the run claimed and do nothing, but the

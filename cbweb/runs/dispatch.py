@@ -56,6 +56,17 @@ def run_enqueue(run_id: int) -> None:
         log.warning("run %s: sent, but its dispatch time was not stored", run_id)
 
 
+def start_local_executor() -> None:
+    """Start this process's local executor and sweeper when runs execute locally (no broker)."""
+    if settings.CB_RUN_EXECUTOR != "local":
+        return
+    try:
+        LocalExecutor.instance()
+    except DatabaseError as exc:
+        # Not migrated yet, or the database is down: the first run queued starts it instead.
+        log.warning("local executor not started (%s); it starts with the first run queued", exc)
+
+
 class LocalExecutor:
     """A background thread that executes runs of this process one after the other."""
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from cbweb.runs.dispatch import run_enqueue
+from cbweb.runs.dispatch import LocalExecutor, run_enqueue, start_local_executor
 from cbweb.runs.models import Run
 from tests.cbweb.conftest import celery_broker
 
@@ -63,3 +63,15 @@ def test_the_launch_form_queues_the_run_and_redirects_to_it_when_the_broker_is_d
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
     assert run.status == "queued" and run.dispatched_at is None
+
+
+def test_without_a_broker_the_web_process_starts_its_executor_and_sweeper_at_once(
+    db: Any, settings: Any
+) -> None:
+    settings.CB_RUN_EXECUTOR = "celery"
+    start_local_executor()
+    assert LocalExecutor._instance is None
+    settings.CB_RUN_EXECUTOR = "local"
+    start_local_executor()
+    executor = LocalExecutor._instance
+    assert executor is not None and executor.thread.is_alive() and executor.sweeping.is_alive()

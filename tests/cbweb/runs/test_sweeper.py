@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +17,8 @@ from django.utils import timezone
 from cbweb.runs.models import Run
 from cbweb.runs.services import run_claim, run_mark_dispatched, run_take_for_dispatch
 from cbweb.runs.sweeper import RunSweeper
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Sent:
@@ -140,3 +146,23 @@ def test_sweep_runs_refuses_without_a_broker_and_says_who_sweeps(db: Any, settin
     settings.CB_RUN_EXECUTOR = "local"
     with pytest.raises(CommandError, match="the web process executes and sweeps runs itself"):
         call_command("sweep_runs", "--once")
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"CB_SWEEP_S": "0"}, "CB_SWEEP_S=0 must be positive"),
+        ({"CB_SWEEP_S": "30", "CB_REDISPATCH_AFTER_S": "20"}, "at least as long"),
+        ({"CB_SWEEP_S": "55"}, "must be at most CB_WORKER_LOST_AFTER_S - CB_HEARTBEAT_S (50)"),
+    ],
+)
+def test_sweeper_intervals_that_could_lose_or_wrongly_fail_runs_are_refused_at_start(
+    variables: dict[str, str], message: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import cbweb.settings"],
+        env={**os.environ, **variables, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0 and message in done.stderr

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -152,7 +153,11 @@ class Command(BaseCommand):
                 if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                     raise CommandError(f"the deployment did not start; logs in {folder}")
                 time.sleep(0.5)
-            yield client, folder
+            try:
+                yield client, folder
+            except CommandError as exc:
+                raise CommandError(f"{exc} (logs of web, worker and sweeper in {folder})") from exc
+            shutil.rmtree(folder, ignore_errors=True)  # held: the logs are not needed
         finally:
             for process in processes:
                 if process.poll() is None:
