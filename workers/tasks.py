@@ -124,10 +124,11 @@ def run_execute(*, run_id: int, worker: str) -> str:
         log.info("run %s: not claimed (already taken, cancelled or gone)", run_id)
         return "skipped"
     try:
-        run = Run.objects.select_related("workflow_version__workflow").get(pk=run_id)
+        run = Run.objects.get(pk=run_id)
         from benchmarks.spec import from_dict
 
-        workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+        # The run's frozen spec: its workflow may have been deleted since it was queued.
+        workflow = from_dict(run.spec, name=run.workflow_name)
         services.run_set_platform(run_id=run_id, platform=platform_register(fingerprint=fingerprint()))
         out_dir = Path(settings.CB_RESULTS_DIR) / f"run-{run_id}"
         sink = DatabaseSink(run_id, workflow)
@@ -171,10 +172,10 @@ def run_queue(run_id: int) -> str:
     from benchmarks.spec import from_dict
     from cbweb.runs.models import Run
 
-    run = Run.objects.select_related("platform", "workflow_version__workflow").get(pk=run_id)
+    run = Run.objects.select_related("platform").get(pk=run_id)
     if run.platform is not None and run.platform.queue:
         return run.platform.queue
-    workflow = from_dict(run.workflow_version.spec, name=run.workflow_version.workflow.name)
+    workflow = from_dict(run.spec, name=run.workflow_name)
     needs_gpu = any(unit.device == "gpu" for unit in workflow.applications.values())
     return GPU_QUEUE if needs_gpu else DEFAULT_QUEUE
 

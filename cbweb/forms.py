@@ -1,0 +1,52 @@
+"""Project-wide forms that belong to no app."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
+
+from cbweb.api.throttles import FailureThrottle
+
+
+class LoginThrottleMixin:
+    """For Django's login forms: refuse a user name from one client address after
+    CB_THROTTLE_LOGIN_FAILURES wrong passwords until the window moves on (the password is then not
+    even tried); a successful login clears the count."""
+
+    request: Any
+    data: Any
+
+    retry_after_s: int | None = None
+
+    def clean(self) -> dict[str, Any]:
+        username = (self.data.get("username") or "").strip().lower()[:150]
+        throttle = FailureThrottle(
+            scope="login_failure", setting="CB_THROTTLE_LOGIN_FAILURES", request=self.request, extra=username
+        )
+        if throttle.blocked():
+            wait = throttle.wait() or 1.0
+            self.retry_after_s = math.ceil(wait)
+            raise ValidationError(
+                "Too many failed logins for this user name from your address: try again in "
+                f"{math.ceil(wait / 60)} minute(s).",
+                code="throttled",
+            )
+        try:
+            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
+        except ValidationError:
+            throttle.record_failure()
+            raise
+        throttle.reset()
+        return cleaned
+
+
+class ThrottledAuthenticationForm(LoginThrottleMixin, AuthenticationForm):
+    """The site's login page."""
+
+
+class ThrottledAdminAuthenticationForm(LoginThrottleMixin, AdminAuthenticationForm):
+    """The admin's own login page (it does not use the site's)."""
