@@ -23,3 +23,5 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]
+
+handler404 = "cbweb.views.not_found"
