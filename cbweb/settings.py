@@ -43,6 +43,8 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
+    # First: its createsuperuser (which checks DJANGO_SUPERUSER_PASSWORD too) replaces Django's.
+    "cbweb.api",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -55,7 +57,6 @@ INSTALLED_APPS = [
     "cbweb.workflows",
     "cbweb.runs",
     "cbweb.leaderboard",
-    "cbweb.api",
 ]
 
 MIDDLEWARE = [

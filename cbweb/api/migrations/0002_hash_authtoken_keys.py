@@ -4,9 +4,12 @@ Every existing key keeps working (CI secrets need no change); none stays readabl
 because rest_framework.authtoken is no longer an installed app whose model could be loaded.
 """
 
+import datetime
 import hashlib
 
 from django.db import migrations
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 OLD_TABLE = "authtoken_token"
 
@@ -20,13 +23,18 @@ def hash_old_keys(apps, schema_editor):
         cursor.execute(f"SELECT {connection.ops.quote_name('key')}, user_id, created FROM {OLD_TABLE}")
         rows = cursor.fetchall()
     for key, user_id, created in rows:
+        if isinstance(created, str):
+            created = parse_datetime(created)
+        if created is not None and timezone.is_naive(created):
+            created = timezone.make_aware(created, datetime.UTC)
         token = ApiToken.objects.create(
             user_id=user_id,
             name="authtoken",
             prefix=key[:6],
             digest=hashlib.sha256(key.encode("utf-8")).hexdigest(),
         )
-        ApiToken.objects.filter(pk=token.pk).update(created_at=created)
+        if created is not None:
+            ApiToken.objects.filter(pk=token.pk).update(created_at=created)
     schema_editor.execute(f"DROP TABLE {OLD_TABLE}")
     # Its migrations are no longer applied: re-adding the app would create the table afresh.
     schema_editor.execute("DELETE FROM django_migrations WHERE app = %s", ["authtoken"])
@@ -35,5 +43,5 @@ def hash_old_keys(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("api", "0001_initial")]
 
-    # Irreversible: a digest cannot be turned back into its key.
-    operations = [migrations.RunPython(hash_old_keys, elidable=False)]
+    # Backwards the digests stay: a digest cannot be turned back into its key.
+    operations = [migrations.RunPython(hash_old_keys, migrations.RunPython.noop, elidable=False)]
