@@ -92,7 +92,15 @@ def test_https_mode_requires_an_explicit_key(tmp_path: Path) -> None:
 
 
 def test_one_variable_switches_on_secure_cookies_hsts_and_the_ssl_redirect(tmp_path: Path) -> None:
-    names = ["SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT", "SECURE_PROXY_SSL_HEADER", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD"]
+    names = [
+        "SESSION_COOKIE_SECURE",
+        "CSRF_COOKIE_SECURE",
+        "SECURE_SSL_REDIRECT",
+        "SECURE_PROXY_SSL_HEADER",
+        "SECURE_HSTS_SECONDS",
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+        "SECURE_HSTS_PRELOAD",
+    ]
     code = f"from django.conf import settings; print([getattr(settings, n) for n in {names!r}])"
     key = secrets.token_urlsafe(50)
     on = _manage(tmp_path, {"CB_HTTPS": "true", "DJANGO_SECRET_KEY": key}, "shell", "-c", code)
