@@ -43,7 +43,7 @@ worker: install
 
 # The engine's tests run in their own process with the web stack unimportable (tests/benchmarks/conftest.py).
 ENGINE_TESTS := tests/benchmarks $(wildcard tests/cbkernels)
-WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/e2e)
+WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/security tests/e2e)
 # CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
 ifeq ($(CB_REQUIRE_SERVICES),1)
 WEB_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test

@@ -196,6 +196,58 @@ def test_a_spoofed_forwarded_for_does_not_reset_the_count(db: Any, settings: Any
     assert codes == [401, 401, 401, 429, 429, 429]
 
 
+def test_throttle_counts_live_in_redis_when_a_broker_is_set(tmp_path: Path) -> None:
+    code = "from django.conf import settings; print(settings.CACHES['default']['BACKEND'])"
+    broker = _manage(tmp_path, {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/9"}, "shell", "-c", code)
+    alone = _manage(tmp_path, {}, "shell", "-c", code)
+    explicit = _manage(tmp_path, {"CACHE_URL": "redis://127.0.0.1:6379/3"}, "shell", "-c", code)
+    assert broker.stdout.splitlines()[-1] == "django.core.cache.backends.redis.RedisCache"
+    assert explicit.stdout.splitlines()[-1] == "django.core.cache.backends.redis.RedisCache"
+    assert alone.stdout.splitlines()[-1] == "django.core.cache.backends.locmem.LocMemCache"
+
+
+@pytest.mark.broker
+def test_two_processes_sharing_redis_share_one_failure_count(db: Any, settings: Any, tmp_path: Path) -> None:
+    from tests.conftest import REDIS_URL
+
+    assert _manage(tmp_path, {}, "migrate", "--noinput").returncode == 0
+
+    prefix = f"test-{secrets.token_hex(4)}"
+    redis_cache = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    settings.CACHES = {"default": {**redis_cache, "KEY_PREFIX": prefix}}
+    settings.CB_THROTTLE_AUTH_FAILURES = "4/m"
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token nope")
+    assert [client.get("/api/v1/workflows/").status_code for _ in range(2)] == [401, 401]
+    # Another web process: its own interpreter, the same Redis.
+    code = (
+        f"from django.conf import settings; settings.CACHES['default']['KEY_PREFIX'] = {prefix!r}; "
+        "from rest_framework.test import APIClient; c = APIClient(); "
+        "c.credentials(HTTP_AUTHORIZATION='Token nope'); "
+        "print([c.get('/api/v1/workflows/').status_code for _ in range(3)])"
+    )
+    env = {
+        **os.environ,
+        "CACHE_URL": REDIS_URL,
+        "CB_THROTTLE_AUTH_FAILURES": "4/m",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "CB_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "cbweb.settings",
+    }
+    other = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.splitlines()[-1] == "[401, 401, 429]"
+    assert client.get("/api/v1/workflows/").status_code == 429
+
+
 def test_forty_wrong_logins_in_a_row_start_being_refused(client: Any, alice: Any, settings: Any) -> None:
     settings.CB_THROTTLE_LOGIN_FAILURES = "10/h"
     codes = [
