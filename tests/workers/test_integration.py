@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import psutil
 import pytest
@@ -33,9 +32,9 @@ from workers.tasks import SHUTDOWN_REASON, execute_run, run_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 
-_redis = urlparse(REDIS_URL)
-# Database 14 is this suite's own: flushed freely, no other test uses it.
-BROKER_URL = f"redis://{_redis.hostname}:{_redis.port or 6379}/14"
+# The Redis database of CB_TEST_REDIS_URL is this suite's own (each concurrent test run names its
+# own): flushed freely.
+BROKER_URL = REDIS_URL
 HEARTBEAT_S = 1
 LOST_AFTER_S = 4
 CONSUMERBENCH = str(Path(sys.executable).parent / "consumerbench")
