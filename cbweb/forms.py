@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
@@ -50,3 +51,7 @@ class ThrottledAuthenticationForm(LoginThrottleMixin, AuthenticationForm):
 
 class ThrottledAdminAuthenticationForm(LoginThrottleMixin, AdminAuthenticationForm):
     """The admin's own login page (it does not use the site's)."""
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="what the token is for, e.g. ci")

@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from cbweb.forms import ThrottledAdminAuthenticationForm
-from cbweb.views import LoginView, docs_metrics
+from cbweb.views import LoginView, api_tokens, docs_metrics
 
 # The admin logs in through its own view: throttle its failures too.
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -22,6 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/tokens/", api_tokens, name="api-tokens"),
 ]
 
 handler404 = "cbweb.views.not_found"

@@ -375,3 +375,38 @@ def test_keys_of_the_old_plain_token_table_are_hashed_and_keep_working(alice: An
     client.credentials(HTTP_AUTHORIZATION=f"Token {old_key}")
     response = client.post("/api/v1/workflows/validate/", {"yaml": "a: {type: Sleep}\n"}, format="json")
     assert response.status_code == 200, response.json()
+
+
+def test_users_create_a_token_on_their_page_and_see_its_key_only_once(client: Any, alice: Any) -> None:
+    import re
+
+    client.force_login(alice)
+    created = client.post("/accounts/tokens/", {"action": "create", "name": "laptop"})
+    assert created.status_code == 200 and created["Cache-Control"] == "no-store"
+    key = re.search(r'id="new-token">.*?<code>([^<]+)</code>', created.content.decode(), re.S).group(1)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert (
+        api.post("/api/v1/workflows/validate/", {"yaml": "a: {type: Sleep}\n"}, format="json").status_code
+        == 200
+    )
+    later = client.get("/accounts/tokens/").content.decode()
+    assert key not in later and key[:6] in later and "laptop" in later
+
+
+def test_users_revoke_their_own_tokens_only(client: Any, alice: Any, bob: Any, make_token: Any) -> None:
+    from cbweb.api.models import ApiToken
+
+    alice_key, bob_key = make_token(alice), make_token(bob)
+    alice_token, bob_token = ApiToken.objects.get(user=alice), ApiToken.objects.get(user=bob)
+    client.force_login(alice)
+    assert client.post("/accounts/tokens/", {"action": "revoke", "token": bob_token.pk}).status_code == 404
+    assert client.post("/accounts/tokens/", {"action": "revoke", "token": alice_token.pk}).status_code == 200
+    assert list(ApiToken.objects.all()) == [bob_token]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {alice_key}")
+    assert api.get("/api/v1/workflows/").status_code == 401
+    api.credentials(HTTP_AUTHORIZATION=f"Token {bob_key}")
+    assert api.get("/api/v1/workflows/").status_code == 200
+    client.logout()
+    assert client.get("/accounts/tokens/").status_code == 302
