@@ -15,8 +15,9 @@ from cbweb.api.throttles import FailureThrottle
 
 class LoginThrottleMixin:
     """For Django's login forms: refuse a user name from one client address after
-    CB_THROTTLE_LOGIN_FAILURES wrong passwords until the window moves on (the password is then not
-    even tried); a successful login clears the count."""
+    CB_THROTTLE_LOGIN_FAILURES wrong passwords, and any login from an address past
+    CB_THROTTLE_AUTH_FAILURES wrong passwords or tokens, until the window moves on (the password is
+    then not even tried); a successful login clears the user name's count."""
 
     request: Any
     data: Any
@@ -28,18 +29,24 @@ class LoginThrottleMixin:
         throttle = FailureThrottle(
             scope="login_failure", setting="CB_THROTTLE_LOGIN_FAILURES", request=self.request, extra=username
         )
-        if throttle.blocked():
-            wait = throttle.wait() or 1.0
+        # Per address too, whatever the user name: one guess at many users (password spraying)
+        # counts with the address's wrong tokens.
+        address = FailureThrottle(
+            scope="auth_failure", setting="CB_THROTTLE_AUTH_FAILURES", request=self.request
+        )
+        blocked = [t for t in (throttle, address) if t.blocked()]
+        if blocked:
+            wait = max(t.wait() or 1.0 for t in blocked)
             self.retry_after_s = math.ceil(wait)
             raise ValidationError(
-                "Too many failed logins for this user name from your address: try again in "
-                f"{math.ceil(wait / 60)} minute(s).",
+                f"Too many failed logins from your address: try again in {math.ceil(wait / 60)} minute(s).",
                 code="throttled",
             )
         try:
             cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
         except ValidationError:
             throttle.record_failure()
+            address.record_failure()
             raise
         throttle.reset()
         return cleaned

@@ -277,8 +277,8 @@ elif _redis_broker:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# Rates as N/s, N/m, N/h or N/d (docs/security.md). Auth failures: wrong API tokens per client
-# address; login failures: wrong passwords per user name and client address on the login page;
+# Rates as N/s, N/m, N/h or N/d (docs/security.md). Auth failures: wrong API tokens and wrong
+# passwords per client address; login failures: wrong passwords per user name and client address;
 # writes: POST/PUT/PATCH/DELETE per user on the API. Over the rate: 429 with Retry-After.
 CB_THROTTLE_AUTH_FAILURES = env.str("CB_THROTTLE_AUTH_FAILURES", default="20/m")
 CB_THROTTLE_LOGIN_FAILURES = env.str("CB_THROTTLE_LOGIN_FAILURES", default="10/h")

@@ -410,3 +410,19 @@ def test_users_revoke_their_own_tokens_only(client: Any, alice: Any, bob: Any, m
     assert api.get("/api/v1/workflows/").status_code == 200
     client.logout()
     assert client.get("/accounts/tokens/").status_code == 302
+
+
+def test_one_guess_at_many_user_names_is_throttled_per_address(
+    client: Any, alice: Any, settings: Any
+) -> None:
+    settings.CB_THROTTLE_LOGIN_FAILURES = "10/h"
+    settings.CB_THROTTLE_AUTH_FAILURES = "20/m"
+    codes = [
+        client.post("/accounts/login/", {"username": f"user{i}", "password": "Summer2026!"}).status_code
+        for i in range(30)
+    ]
+    assert codes[:20] == [200] * 20 and set(codes[20:]) == {429}
+    # Wrong tokens and wrong passwords from one address share that count.
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token nope")
+    assert api.get("/api/v1/workflows/").status_code == 429
