@@ -7,12 +7,33 @@ password or token is tried, so ``FailureThrottle`` splits the two steps.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 from typing import Any
 
 from django.conf import settings
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
+
+log = logging.getLogger(__name__)
+
+
+class CacheDown(Exception):
+    pass
+
+
+def _cache(call: Any, *args: Any) -> Any:
+    """Call the cache; when it is unreachable (the broker's Redis restarting), log and raise CacheDown.
+
+    Throttles then let requests through: a Redis outage must not turn every signed-in request into
+    a server error, and the broker being down is already a fault the run queue survives.
+    """
+    try:
+        return call(*args)
+    except Exception as exc:  # any backend's connection error (redis, memcached, a database)
+        log.warning("throttle cache unavailable, not throttling: %s", exc)
+        raise CacheDown from exc
 
 
 class FailureThrottle(SimpleRateThrottle):
@@ -27,7 +48,11 @@ class FailureThrottle(SimpleRateThrottle):
         # Hashed: a user name may hold characters a cache key should not.
         ident = hashlib.sha256(f"{self.get_ident(request)}|{extra}".encode()).hexdigest()[:32]
         self.key = self.cache_format % {"scope": scope, "ident": ident}
-        self.history = self.cache.get(self.key, [])
+        try:
+            self.history = _cache(self.cache.get, self.key, [])
+            self.available = True
+        except CacheDown:
+            self.history, self.available = [], False
         self.now = self.timer()
         while self.history and self.history[-1] <= self.now - self.duration:
             self.history.pop()
@@ -41,12 +66,16 @@ class FailureThrottle(SimpleRateThrottle):
         return len(self.history) >= self.num_requests
 
     def record_failure(self) -> None:
-        self.history.insert(0, self.now)
-        self.cache.set(self.key, self.history, self.duration)
+        if self.available:
+            self.history.insert(0, self.now)
+            with contextlib.suppress(CacheDown):
+                _cache(self.cache.set, self.key, self.history, self.duration)
 
     def reset(self) -> None:
         """Forget the failures (after a successful login)."""
-        self.cache.delete(self.key)
+        if self.available and self.history:
+            with contextlib.suppress(CacheDown):
+                _cache(self.cache.delete, self.key)
 
 
 class WriteThrottle(UserRateThrottle):
@@ -60,4 +89,7 @@ class WriteThrottle(UserRateThrottle):
     def allow_request(self, request: Any, view: Any) -> bool:
         if request.method in SAFE_METHODS:
             return True
-        return super().allow_request(request, view)
+        try:
+            return bool(_cache(super().allow_request, request, view))
+        except CacheDown:
+            return True

@@ -426,3 +426,25 @@ def test_one_guess_at_many_user_names_is_throttled_per_address(
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION="Token nope")
     assert api.get("/api/v1/workflows/").status_code == 429
+
+
+def test_an_unreachable_throttle_cache_lets_requests_through(
+    client: Any, alice: Any, make_token: Any, settings: Any, caplog: Any
+) -> None:
+    # Port 1 refuses at once: Redis restarting must not turn signed-in requests into server errors.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
+    }
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {make_token(alice)}")
+    assert (
+        api.post("/api/v1/workflows/validate/", {"yaml": "a: {type: Sleep}\n"}, format="json").status_code
+        == 200
+    )
+    api.credentials(HTTP_AUTHORIZATION="Token nope")
+    assert api.get("/api/v1/workflows/").status_code == 401
+    assert client.post("/accounts/login/", {"username": "alice", "password": "pw-alice"}).status_code == 302
+    assert "throttle cache unavailable" in caplog.text
