@@ -49,6 +49,8 @@ def _call(app: LiveApp, token: str, path: str, body: dict[str, Any] | None = Non
         raise AssertionError(f"{path}: {exc.code} {exc.read()[:2000]!r}") from None
 
 
+# The long local mode outlasts the suite's default per-test timeout.
+@pytest.mark.timeout(max(600, EXAMPLES * 25))
 def test_every_operation_conforms_to_the_schema_under_every_check(
     schema_app: LiveApp, tmp_path: Path
 ) -> None:
