@@ -40,12 +40,13 @@ def _strict_bool(name: str, default: bool) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 DEBUG = _strict_bool("DJANGO_DEBUG", False)
-# The default key only suits a laptop demo; deployments must set DJANGO_SECRET_KEY.
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="consumerbench-insecure-development-key-change-me")
+# SECRET_KEY: see "Deployment hardening" below (never a public default).
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
+    # First: its createsuperuser (which checks DJANGO_SUPERUSER_PASSWORD too) replaces Django's.
+    "cbweb.api",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -53,13 +54,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "cbweb.platforms",
     "cbweb.workflows",
     "cbweb.runs",
     "cbweb.leaderboard",
-    "cbweb.api",
 ]
 
 MIDDLEWARE = [
@@ -153,17 +152,19 @@ CB_READ_REQUIRES_LOGIN = _strict_bool("CB_READ_REQUIRES_LOGIN", False)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "cbweb.api.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["cbweb.api.permissions.ReadOpenWriteAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_SCHEMA_CLASS": "cbweb.api.schema.ApiSchema",
+    "DEFAULT_PAGINATION_CLASS": "cbweb.api.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "cbweb.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON bodies are checked against CB_MAX_SPEC_BYTES and CB_MAX_SPEC_DEPTH before they are parsed.
     "DEFAULT_PARSER_CLASSES": ["cbweb.api.parsers.BoundedJSONParser"],
+    # Rates: "Deployment hardening" below (CB_THROTTLE_*); the classes read them from there.
+    "DEFAULT_THROTTLE_CLASSES": ["cbweb.api.throttles.WriteThrottle"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -289,6 +290,117 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # The run in progress goes on when the broker connection drops; its message's later redelivery finds
 # the run claimed and does nothing.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+
+# --------------------------------------------------------------------------------------------------
+# Deployment hardening (docs/security.md): secret key, passwords, cache, throttles, HTTPS
+# --------------------------------------------------------------------------------------------------
+
+# Keys that were ever public (the old built-in default, the placeholder of .env.production.example):
+# a server holding one would sign sessions anyone can forge.
+PUBLIC_SECRET_KEYS = frozenset(
+    {
+        "consumerbench-insecure-development-key-change-me",
+        "replace-with-a-long-random-string-from-secrets.token_urlsafe",
+    }
+)
+# Zero-setup mode (make web / make demo / the tests) has no DJANGO_SECRET_KEY: the first start
+# creates a random key in this git-ignored file, readable by its owner only, and later starts reuse
+# it, so no public key ever signs a session. Servers set DJANGO_SECRET_KEY, one key for every process.
+CB_SECRET_KEY_FILE = Path(env.str("CB_SECRET_KEY_FILE", default=str(BASE_DIR / ".secret_key")))
+
+
+def _local_secret_key(path: Path) -> str:
+    import os
+    import secrets
+
+    if not path.exists():
+        # Written aside, then linked into place: when several processes start at once, one link
+        # wins and every process reads the same complete key.
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as out:
+                out.write(secrets.token_urlsafe(50) + "\n")
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise environ.ImproperlyConfigured(
+                f"no DJANGO_SECRET_KEY is set and no local key could be created in {path} "
+                f"({exc.strerror}): set DJANGO_SECRET_KEY to a long random string "
+                '(python -c "import secrets; print(secrets.token_urlsafe(50))")'
+            ) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    key = path.read_text(encoding="ascii").strip()
+    if len(key) < 50:
+        raise environ.ImproperlyConfigured(
+            f"{path} does not hold a secret key (empty or shorter than 50 characters): delete it to "
+            "get a new one, or set DJANGO_SECRET_KEY"
+        )
+    return key
+
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or _local_secret_key(CB_SECRET_KEY_FILE)
+if SECRET_KEY in PUBLIC_SECRET_KEYS and not DEBUG:
+    raise environ.ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is a published example value: set it to a long random string "
+        '(python -c "import secrets; print(secrets.token_urlsafe(50))"), the same for every web process, '
+        "or unset it on a laptop to use a generated local key"
+    )
+
+# Django's four validators: forms, the admin and createsuperuser refuse "1" and its friends.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# Throttle counters must be shared by every web process: Redis when CACHE_URL or a Redis broker is
+# set, else (one process: runserver, tests) this process's memory.
+_redis_broker = CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+if env.str("CACHE_URL", default=""):
+    CACHES = {"default": env.cache_url("CACHE_URL")}
+elif _redis_broker:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _redis_broker,
+            "KEY_PREFIX": "cbweb",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Rates as N/s, N/m, N/h or N/d (docs/security.md). Auth failures: wrong API tokens and wrong
+# passwords per client address; login failures: wrong passwords per user name and client address;
+# writes: POST/PUT/PATCH/DELETE per user on the API. Over the rate: 429 with Retry-After.
+CB_THROTTLE_AUTH_FAILURES = env.str("CB_THROTTLE_AUTH_FAILURES", default="20/m")
+CB_THROTTLE_LOGIN_FAILURES = env.str("CB_THROTTLE_LOGIN_FAILURES", default="10/h")
+CB_THROTTLE_WRITES = env.str("CB_THROTTLE_WRITES", default="300/h")
+# Reverse proxies in front of the web processes: the client address is taken from
+# X-Forwarded-For that many hops back; 0 (default) trusts REMOTE_ADDR only, so a client cannot
+# dodge the throttles by sending its own X-Forwarded-For.
+REST_FRAMEWORK["NUM_PROXIES"] = env.int("CB_NUM_PROXIES", default=0)
+
+# One switch for a server behind HTTPS: secure cookies, HTTP -> HTTPS redirects, HSTS, and trust in
+# the proxy's X-Forwarded-Proto (set it only behind a proxy that sets that header itself).
+CB_HTTPS = _strict_bool("CB_HTTPS", False)
+if CB_HTTPS:
+    if not env.str("DJANGO_SECRET_KEY", default=""):
+        raise environ.ImproperlyConfigured(
+            "CB_HTTPS=true marks a server: set DJANGO_SECRET_KEY (one key shared by every web process) "
+            "instead of relying on a key generated in the checkout"
+        )
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # A year, subdomains included, as browsers' preload lists expect; lower it for a first roll-out.
+    SECURE_HSTS_SECONDS = env.int("CB_HSTS_SECONDS", default=31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+    SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 
 # --------------------------------------------------------------------------------------------------
 # Logging

@@ -5,7 +5,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from cbweb.views import docs_metrics
+from cbweb.forms import ThrottledAdminAuthenticationForm
+from cbweb.views import LoginView, api_tokens, docs_metrics
+
+# The admin logs in through its own view: throttle its failures too.
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workflows:list", permanent=False), name="home"),
@@ -16,6 +20,9 @@ urlpatterns = [
     path("api/v1/", include("cbweb.api.urls")),
     path("docs/metrics/", docs_metrics, name="docs-metrics"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/tokens/", api_tokens, name="api-tokens"),
 ]
+
+handler404 = "cbweb.views.not_found"

@@ -215,16 +215,12 @@ def run_execute(*, run_id: int, worker: str) -> str:
         return "skipped"
     log.info("run %s: claimed by %s", run_id, worker)
     try:
-        run = with_db_retry(
-            lambda: Run.objects.select_related("workflow_version__workflow").get(pk=run_id),
-            what=f"run {run_id}: loading",
-        )
+        run = with_db_retry(lambda: Run.objects.get(pk=run_id), what=f"run {run_id}: loading")
         from benchmarks.spec import from_dict
         from cbweb.workflows.limits import spec_limits
 
-        workflow = from_dict(
-            run.workflow_version.spec, name=run.workflow_version.workflow.name, limits=spec_limits()
-        )
+        # The run's frozen spec: its workflow may have been deleted since it was queued.
+        workflow = from_dict(run.spec, name=run.workflow_name, limits=spec_limits())
         with_db_retry(
             lambda: services.run_set_platform(
                 run_id=run_id, platform=platform_register(fingerprint=fingerprint())
@@ -294,13 +290,11 @@ def run_queue(run_id: int) -> str:
     from cbweb.runs.models import Run
     from cbweb.workflows.limits import spec_limits
 
-    run = Run.objects.select_related("platform", "workflow_version__workflow").get(pk=run_id)
+    run = Run.objects.select_related("platform").get(pk=run_id)
     if run.platform is not None and run.platform.queue:
         return run.platform.queue
     try:
-        workflow = from_dict(
-            run.workflow_version.spec, name=run.workflow_version.workflow.name, limits=spec_limits()
-        )
+        workflow = from_dict(run.spec, name=run.workflow_name, limits=spec_limits())
     except WorkflowValidationError:
         # Stored before a rule existed (names, limits; issue 17): any worker fails it with the reason.
         return DEFAULT_QUEUE

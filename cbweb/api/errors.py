@@ -7,12 +7,27 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from benchmarks.spec import WorkflowValidationError
 from cbweb.runs.services import RunStateError
+
+
+class ErrorItemSerializer(serializers.Serializer):
+    field = serializers.CharField(
+        allow_null=True, help_text="the input field or YAML path, when one is at fault"
+    )
+    line = serializers.IntegerField(allow_null=True, help_text="the YAML line, when known")
+    message = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every API error (the OpenAPI component ``Error``)."""
+
+    message = serializers.CharField(help_text="what went wrong, in one sentence")
+    errors = ErrorItemSerializer(many=True, help_text="one entry per problem (may be empty)")
 
 
 def _flatten(detail: Any, field: str | None = None) -> list[dict[str, Any]]:

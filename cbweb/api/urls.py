@@ -11,6 +11,7 @@ urlpatterns = [
     path("workflows/", views.WorkflowListApi.as_view(), name="workflow-list"),
     path("workflows/validate/", views.WorkflowValidateApi.as_view(), name="workflow-validate"),
     path("workflows/<int:pk>/", views.WorkflowDetailApi.as_view(), name="workflow-detail"),
+    path("workflows/<int:pk>/archive/", views.WorkflowArchiveApi.as_view(), name="workflow-archive"),
     path("runs/", views.RunListApi.as_view(), name="run-list"),
     path("runs/<int:pk>/", views.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", views.RunCancelApi.as_view(), name="run-cancel"),

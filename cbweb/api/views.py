@@ -8,13 +8,14 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchmarks import spec as engine_spec
 from benchmarks.schedulers import SCHEDULERS
+from cbweb.api.errors import ErrorSerializer
+from cbweb.api.pagination import StrictLimitOffsetPagination
 from cbweb.platforms import selectors as platform_selectors
 from cbweb.runs import selectors as run_selectors
 from cbweb.runs import services as run_services
@@ -24,22 +25,39 @@ from cbweb.workflows import services as workflow_services
 
 MAX_ID = 2**31 - 1
 
-ERROR = inline_serializer(
-    "Error",
-    {
-        "message": serializers.CharField(),
-        "errors": serializers.ListField(
-            child=inline_serializer(
-                "ErrorItem",
-                {
-                    "field": serializers.CharField(allow_null=True),
-                    "line": serializers.IntegerField(allow_null=True),
-                    "message": serializers.CharField(),
-                },
-            )
-        ),
-    },
-)
+ERROR = ErrorSerializer
+
+
+class JsonBooleanField(serializers.BooleanField):
+    """A JSON boolean, and only that: DRF's BooleanField also takes 0, 1, "yes"... which the schema
+    (type: boolean) does not promise."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if type(data) is not bool:
+            self.fail("invalid", input=data)
+        return data
+
+
+class QueryBooleanField(serializers.BooleanField):
+    """A boolean query parameter, spelled ``true`` or ``false`` as OpenAPI clients send it."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if type(data) is bool:  # the default, when the parameter is absent
+            return data
+        if data not in ("true", "false"):
+            self.fail("invalid", input=data)
+        return bool(data == "true")
+
+
+class ListApi(APIView):
+    # A list operation answers {count, next, previous, results} pages (limit/offset); with
+    # pagination_class set the schema says so too.
+    pagination_class = StrictLimitOffsetPagination
+
+    def page(self, request: Request, items: Any, render: Any) -> Response:
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(items, request, view=self)
+        return paginator.get_paginated_response([render(item) for item in page or []])
 
 
 class WorkflowInput(serializers.Serializer):
@@ -63,6 +81,7 @@ class WorkflowOutput(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    archived = serializers.BooleanField()
     version = serializers.SerializerMethodField()
     spec = serializers.SerializerMethodField()
     yaml = serializers.SerializerMethodField()
@@ -82,25 +101,39 @@ class WorkflowOutput(serializers.Serializer):
         return str(self._latest(obj).yaml)
 
 
+def _filters(filters: type[serializers.Serializer], request: Request, data: Any = None) -> dict[str, Any]:
+    """Validate the query parameters of a read with ``filters``; return the values given.
+
+    DRF reads an empty ``?name=`` as "not given"; the schema (and the client) mean it as a value, so
+    it is refused like any other bad value.
+    """
+    empty = [name for name in filters().fields if "" in request.query_params.getlist(name)]
+    if empty:
+        raise serializers.ValidationError({name: "must not be empty" for name in empty})
+    params = filters(data=request.query_params if data is None else data)
+    params.is_valid(raise_exception=True)
+    return dict(params.validated_data)
+
+
 def _workflow_out(workflow: Any) -> dict[str, Any]:
     return dict(WorkflowOutput(workflow).data)
 
 
-class WorkflowListApi(APIView):
+class WorkflowListApi(ListApi):
     class FilterSerializer(serializers.Serializer):
         search = serializers.CharField(required=False, max_length=200)
         owner = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-
-    @extend_schema(parameters=[FilterSerializer], responses={200: WorkflowOutput(many=True)})
-    def get(self, request: Request) -> Response:
-        params = self.FilterSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        qs = workflow_selectors.workflow_list(
-            owner_id=params.validated_data.get("owner"), search=params.validated_data.get("search")
+        archived = QueryBooleanField(
+            required=False, default=False, help_text="true: list the archived workflows instead"
         )
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response([_workflow_out(w) for w in page or []])
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: WorkflowOutput(many=True), 400: ERROR})
+    def get(self, request: Request) -> Response:
+        v = _filters(self.FilterSerializer, request)
+        qs = workflow_selectors.workflow_list(
+            owner_id=v.get("owner"), search=v.get("search"), archived=v["archived"]
+        )
+        return self.page(request, qs, _workflow_out)
 
     @extend_schema(
         request=WorkflowInput,
@@ -151,14 +184,33 @@ class WorkflowDetailApi(APIView):
         )
         return Response(_workflow_out(workflow_selectors.workflow_get(pk=pk)))
 
-    @extend_schema(responses={204: None, 403: ERROR, 404: ERROR, 409: ERROR})
+    @extend_schema(
+        responses={204: None},
+        description="Delete the workflow and its versions; runs of it (anyone's) keep the spec they ran.",
+    )
     def delete(self, request: Request, pk: int) -> Response:
         workflow = workflow_selectors.workflow_get(pk=pk)
-        try:
-            workflow_services.workflow_delete(workflow=workflow, user=request.user)
-        except ValueError as exc:
-            raise run_services.RunStateError(str(exc)) from None
+        workflow_services.workflow_delete(workflow=workflow, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkflowArchiveApi(APIView):
+    class ArchiveInput(serializers.Serializer):
+        archived = JsonBooleanField(default=True, help_text="false: restore the workflow")
+
+    @extend_schema(
+        request=ArchiveInput,
+        responses={200: WorkflowOutput},
+        description="Archive a workflow (hidden from the list, no new runs) or restore it.",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        workflow = workflow_selectors.workflow_get(pk=pk)
+        data = self.ArchiveInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        workflow_services.workflow_archive(
+            workflow=workflow, user=request.user, archived=data.validated_data["archived"]
+        )
+        return Response(_workflow_out(workflow_selectors.workflow_get(pk=pk)))
 
 
 class WorkflowValidateApi(APIView):
@@ -196,8 +248,11 @@ class RunOutput(serializers.Serializer):
     url = serializers.SerializerMethodField()
     web_url = serializers.SerializerMethodField()
     status = serializers.CharField()
-    workflow = serializers.IntegerField(source="workflow_version.workflow_id")
-    workflow_version = serializers.IntegerField(source="workflow_version.number")
+    workflow = serializers.IntegerField(
+        source="workflow_version.workflow_id", allow_null=True, help_text="null once the workflow is deleted"
+    )
+    workflow_name = serializers.CharField(help_text="the workflow's name when the run was launched")
+    workflow_version = serializers.IntegerField(source="version_number")
     scheduler = serializers.CharField()
     platform = serializers.IntegerField(source="platform_id", allow_null=True)
     owner = serializers.CharField(source="owner.username")
@@ -225,7 +280,7 @@ def _run_out(run: Run, request: Request) -> dict[str, Any]:
     return dict(RunOutput(run, context={"request": request}).data)
 
 
-class RunListApi(APIView):
+class RunListApi(ListApi):
     class FilterSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
         workflow = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
@@ -249,14 +304,10 @@ class RunListApi(APIView):
             required=False, min_value=1, max_value=run_services.MAX_REPEATS, default=1
         )
 
-    @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True)})
+    @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True), 400: ERROR})
     def get(self, request: Request) -> Response:
-        params = self.FilterSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        qs = run_selectors.run_list(filters=params.validated_data)
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response([_run_out(r, request) for r in page or []])
+        qs = run_selectors.run_list(filters=_filters(self.FilterSerializer, request))
+        return self.page(request, qs, lambda r: _run_out(r, request))
 
     @extend_schema(
         request=CreateInput,
@@ -267,10 +318,12 @@ class RunListApi(APIView):
                     "id": serializers.IntegerField(),
                     "url": serializers.URLField(),
                     "status": serializers.CharField(),
+                    "web_url": serializers.URLField(),
                     "ids": serializers.ListField(child=serializers.IntegerField()),
                 },
             ),
-            400: ERROR,
+            404: ERROR,
+            503: ERROR,
         },
     )
     def post(self, request: Request) -> Response:
@@ -367,7 +420,7 @@ class RunTelemetryApi(APIView):
                     "series": serializers.JSONField(),
                 },
             ),
-            404: ERROR,
+            400: ERROR,
         },
     )
     def get(self, request: Request, pk: int) -> Response:
@@ -375,9 +428,7 @@ class RunTelemetryApi(APIView):
         data = {**request.query_params.dict(), "metric": request.query_params.getlist("metric")}
         if not data["metric"]:
             data.pop("metric")
-        params = self.FilterSerializer(data=data)
-        params.is_valid(raise_exception=True)
-        v = params.validated_data
+        v = _filters(self.FilterSerializer, request, data)
         whole_run = v.get("source") is None and v.get("t_min") is None and v.get("t_max") is None
         if whole_run and v["points"] == run_selectors.CHART_POINTS:
             series = run_selectors.run_telemetry_overview(run=run, metrics_wanted=v.get("metric"))
@@ -404,12 +455,10 @@ class PlatformOutput(serializers.Serializer):
     queue = serializers.CharField()
 
 
-class PlatformListApi(APIView):
+class PlatformListApi(ListApi):
     @extend_schema(responses={200: PlatformOutput(many=True)})
     def get(self, request: Request) -> Response:
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(platform_selectors.platform_list(), request, view=self)
-        return paginator.get_paginated_response(PlatformOutput(page or [], many=True).data)
+        return self.page(request, platform_selectors.platform_list(), lambda p: PlatformOutput(p).data)
 
 
 class PlatformDetailApi(APIView):

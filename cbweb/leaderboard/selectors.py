@@ -16,10 +16,13 @@ def leaderboard_rows() -> list[dict[str, Any]]:
         "workflow_version__workflow", "platform"
     )
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
-    for run in runs.only("summary", "scheduler", "workflow_version__workflow__name", "platform__name"):
+    fields = ("summary", "scheduler", "workflow_name", "workflow_version__workflow__name", "platform__name")
+    for run in runs.only(*fields):
+        # A deleted workflow's runs still rank, under the name they ran with (workflow_id None).
+        workflow = run.workflow_version.workflow if run.workflow_version else None
         key = (
-            run.workflow_version.workflow_id,
-            run.workflow_version.workflow.name,
+            workflow.pk if workflow else None,
+            workflow.name if workflow else run.workflow_name,
             run.platform.name if run.platform else "-",
             run.scheduler,
         )

@@ -28,9 +28,9 @@ class ApplicationInline(admin.TabularInline):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "workflow_version", "scheduler", "platform", "status", "owner", "created_at")
+    list_display = ("id", "workflow_label", "scheduler", "platform", "status", "owner", "created_at")
     list_filter = ("status", "scheduler", "platform")
-    readonly_fields = ("progress", "summary", "result", "batch")
+    readonly_fields = ("progress", "summary", "result", "batch", "spec", "yaml")
     inlines = [NodeInline, ApplicationInline]
 
 

@@ -26,7 +26,15 @@ class Run(models.Model):
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
-    workflow_version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="runs")
+    # The version launched, while its workflow exists; the run keeps its own frozen copy of what it
+    # ran (name, version number, spec, YAML), so the owner may delete a workflow others have run.
+    workflow_version = models.ForeignKey(
+        WorkflowVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    workflow_name = models.CharField(max_length=200)
+    version_number = models.PositiveIntegerField()
+    spec = models.JSONField(help_text="the canonical spec the run executes (frozen at launch)")
+    yaml = models.TextField(help_text="the canonical YAML of that spec")
     platform = models.ForeignKey(
         Platform, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
@@ -66,6 +74,10 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def workflow_label(self) -> str:
+        return f"{self.workflow_name} v{self.version_number}"
 
 
 class NodeResult(models.Model):

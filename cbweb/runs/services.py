@@ -48,6 +48,17 @@ class RunStateError(Exception):
     """The run is not in a state that allows the operation (HTTP 409)."""
 
 
+def run_spec_fields(*, version: WorkflowVersion) -> dict[str, Any]:
+    """Return the frozen copy of a version a run keeps (workflow name, version number, spec, YAML)."""
+    return {
+        "workflow_version": version,
+        "workflow_name": version.workflow.name,
+        "version_number": version.number,
+        "spec": version.spec,
+        "yaml": version.yaml,
+    }
+
+
 def _check_scheduler(workflow: engine_spec.Workflow, scheduler: str) -> None:
     if scheduler not in SCHEDULERS:
         raise ValidationError(
@@ -76,6 +87,10 @@ def run_create(
 
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
+    if version.workflow.archived:
+        raise ValidationError(
+            {"workflow": f"workflow '{version.workflow.name}' is archived: restore it to launch runs"}
+        )
     try:
         # A version stored before the file access policy, the name rule or today's limits is checked
         # again: a version stored under looser settings cannot be launched.
@@ -90,7 +105,7 @@ def run_create(
     batch = uuid.uuid4()
     runs = [
         Run.objects.create(
-            workflow_version=version,
+            **run_spec_fields(version=version),
             platform=platform,
             scheduler=scheduler,
             owner=user,

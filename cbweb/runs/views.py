@@ -132,7 +132,7 @@ def run_result_json(request: HttpRequest, pk: int) -> HttpResponse:
 @readable
 def run_workflow_yaml(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get(pk=pk)
-    response = HttpResponse(run.workflow_version.yaml, content_type="application/x-yaml; charset=utf-8")
+    response = HttpResponse(run.yaml, content_type="application/x-yaml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-workflow.yml"'
     return response
 

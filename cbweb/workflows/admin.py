@@ -13,7 +13,8 @@ class VersionInline(admin.TabularInline):
 
 @admin.register(Workflow)
 class WorkflowAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "updated_at")
+    list_display = ("name", "owner", "archived", "updated_at")
+    list_filter = ("archived",)
     search_fields = ("name",)
     inlines = [VersionInline]
 

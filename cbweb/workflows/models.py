@@ -1,4 +1,4 @@
-"""Workflows and their immutable versions: a run always points at the exact spec it ran."""
+"""Workflows and their immutable versions (a run also keeps its own copy of the spec it ran)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ class Workflow(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflows")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Archived: hidden from the lists and not launchable; its page, versions and runs remain.
+    archived = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-updated_at", "-id"]

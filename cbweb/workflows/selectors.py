@@ -10,11 +10,15 @@ from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
-def workflow_list(*, owner_id: int | None = None, search: str | None = None) -> QuerySet[Workflow]:
-    """Return workflows, newest first, annotated with ``latest_version`` and ``run_count``."""
+def workflow_list(
+    *, owner_id: int | None = None, search: str | None = None, archived: bool = False
+) -> QuerySet[Workflow]:
+    """Return workflows, newest first, annotated with ``latest_version`` and ``run_count``: the
+    active ones, or the archived ones when ``archived``."""
     qs = Workflow.objects.select_related("owner").annotate(
         latest_version=Max("versions__number"), run_count=Count("versions__runs", distinct=True)
     )
+    qs = qs.filter(archived=archived)
     if owner_id is not None:
         qs = qs.filter(owner_id=owner_id)
     if search:

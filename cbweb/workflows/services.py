@@ -112,8 +112,20 @@ def workflow_update(
 
 @transaction.atomic
 def workflow_delete(*, workflow: Workflow, user: Any) -> None:
-    """Delete a workflow with its versions; refuse (ValueError) when runs still point at it."""
+    """Delete a workflow with its versions. Runs of it, anyone's, stay: each keeps the frozen spec
+    it ran (name, version number, spec, YAML) and loses only its link to the version.
+
+    Raises PermissionDenied for someone else's workflow.
+    """
     check_can_edit(user, workflow, f"workflow '{workflow.name}'")
-    if workflow.versions.filter(runs__isnull=False).exists():
-        raise ValueError(f"workflow '{workflow.name}' has runs; delete its runs first")
     workflow.delete()
+
+
+@transaction.atomic
+def workflow_archive(*, workflow: Workflow, user: Any, archived: bool = True) -> Workflow:
+    """Archive a workflow (hidden from lists, no new runs; its page and runs stay) or restore it;
+    return it. Raises PermissionDenied for someone else's workflow."""
+    check_can_edit(user, workflow, f"workflow '{workflow.name}'")
+    workflow.archived = archived
+    workflow.save(update_fields=["archived", "updated_at"])
+    return workflow

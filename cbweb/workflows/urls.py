@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:pk>/v/<int:number>/yaml/", views.workflow_yaml, name="yaml"),
     path("<int:pk>/edit/", views.workflow_edit, name="edit"),
     path("<int:pk>/delete/", views.workflow_delete, name="delete"),
+    path("<int:pk>/archive/", views.workflow_archive, name="archive"),
 ]

@@ -30,9 +30,9 @@ from cbweb.workflows.limits import spec_limits
 @readable
 def workflow_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()
-    return render(
-        request, "workflows/list.html", {"workflows": selectors.workflow_list(search=search), "q": search}
-    )
+    archived = request.GET.get("archived") == "1"
+    workflows = selectors.workflow_list(search=search, archived=archived)
+    return render(request, "workflows/list.html", {"workflows": workflows, "q": search, "archived": archived})
 
 
 @readable
@@ -209,10 +209,16 @@ def workflow_preview(request: HttpRequest) -> JsonResponse:
 @require_POST
 def workflow_delete(request: HttpRequest, pk: int) -> HttpResponse:
     workflow = selectors.workflow_get(pk=pk)
-    try:
-        services.workflow_delete(workflow=workflow, user=request.user)
-    except ValueError as exc:
-        messages.error(request, str(exc))
-        return redirect("workflows:detail", pk=pk)
-    messages.success(request, f"deleted '{workflow.name}'")
+    services.workflow_delete(workflow=workflow, user=request.user)
+    messages.success(request, f"deleted '{workflow.name}' (its runs keep the spec they ran)")
     return redirect("workflows:list")
+
+
+@login_required
+@require_POST
+def workflow_archive(request: HttpRequest, pk: int) -> HttpResponse:
+    workflow = selectors.workflow_get(pk=pk)
+    archived = request.POST.get("archived", "1") == "1"
+    services.workflow_archive(workflow=workflow, user=request.user, archived=archived)
+    messages.success(request, f"{'archived' if archived else 'restored'} '{workflow.name}'")
+    return redirect("workflows:detail", pk=pk)

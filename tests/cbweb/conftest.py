@@ -88,6 +88,29 @@ def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(settings: Any) -> None:
+    # Each test gets an empty cache of its own, so throttle counts never leak from one test to the next
+    # (and a Redis cache from the environment is never flushed by a test).
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": os.urandom(8).hex(),
+        }
+    }
+
+
+@pytest.fixture
+def make_token(db: Any) -> Any:
+    """Create an API token for a user; return its key (shown once, as manage.py create_api_token does)."""
+    from cbweb.api.services import token_create
+
+    def make(user: Any) -> str:
+        return token_create(user=user)[1]
+
+    return make
+
+
 @pytest.fixture
 def make_user(db: Any) -> Any:
     from django.contrib.auth import get_user_model
@@ -136,11 +159,10 @@ def make_run(db: Any) -> Any:
 
 
 @pytest.fixture
-def api(alice: Any) -> Any:
+def api(alice: Any, make_token: Any) -> Any:
     """A DRF client authenticated with alice's token (as CI scripts are)."""
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(alice)}")
     return client

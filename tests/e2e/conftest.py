@@ -41,7 +41,7 @@ def _manage(env: dict[str, str], *args: str) -> None:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path) -> Iterator[LiveApp]:
+def serve(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[LiveApp]:
     """Migrate a fresh database in ``tmp``, create the e2e user, serve the app until the block ends."""
     if not (ROOT / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js").is_file():
         pytest.fail("Chart.js is not installed: run `npm ci` in the checkout (make install does)")
@@ -53,6 +53,7 @@ def serve(tmp: Path) -> Iterator[LiveApp]:
         "CB_RUN_EXECUTOR": "local",
         "CELERY_BROKER_URL": "",
         "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+        **(extra_env or {}),
     }
     _manage(env, "migrate", "--noinput")
     _manage(env, "createsuperuser", "--noinput", "--username", USER, "--email", "e2e@example.com")

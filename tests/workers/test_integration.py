@@ -34,7 +34,8 @@ from workers.tasks import SHUTDOWN_REASON, execute_run, run_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 
-# The test Redis database (CB_TEST_REDIS_URL, default db 15) is this suite's own: flushed freely.
+# The Redis database of CB_TEST_REDIS_URL is this suite's own (each concurrent test run names its
+# own): flushed freely.
 BROKER_URL = REDIS_URL
 HEARTBEAT_S = 1
 LOST_AFTER_S = 4

@@ -4,7 +4,6 @@ import time
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from cbweb.runs.models import Run
@@ -19,7 +18,12 @@ def test_post_run_answers_201_with_id_url_and_status(api: Any, alice: Any, make_
     body = response.json()
     assert body["status"] == "queued"
     assert body["url"] == f"http://testserver/api/v1/runs/{body['id']}/"
-    assert Run.objects.get(pk=body["id"]).workflow_version.number == 1
+    run = Run.objects.get(pk=body["id"])
+    assert (
+        run.workflow_version.number == 1
+        and run.version_number == 1
+        and run.spec == workflow.versions.get().spec
+    )
 
 
 def test_unknown_scheduler_is_a_400_naming_the_field(api: Any, alice: Any, make_workflow: Any) -> None:
@@ -31,10 +35,12 @@ def test_unknown_scheduler_is_a_400_naming_the_field(api: Any, alice: Any, make_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_run_creation_never_waits_for_the_run(alice: Any, make_workflow: Any, settings: Any) -> None:
+def test_run_creation_never_waits_for_the_run(
+    alice: Any, make_workflow: Any, make_token: Any, settings: Any
+) -> None:
     settings.CB_RUN_EXECUTOR = "local"
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(alice)}")
     workflow = make_workflow(alice, yaml_text="long:\n  type: Sleep\n  sleep_time: 0.5\n  num_requests: 8\n")
     started = time.monotonic()
     response = client.post("/api/v1/runs/", {"workflow": workflow.pk}, format="json")

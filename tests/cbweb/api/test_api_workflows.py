@@ -77,14 +77,12 @@ def test_reading_can_require_login(db: Any, settings: Any) -> None:
     assert APIClient().get("/api/v1/workflows/").status_code == 401
 
 
-def test_put_adds_a_version_and_only_the_owner_may(api: Any, bob: Any) -> None:
-    from rest_framework.authtoken.models import Token
-
+def test_put_adds_a_version_and_only_the_owner_may(api: Any, bob: Any, make_token: Any) -> None:
     wid = api.post("/api/v1/workflows/", {"name": "s", "yaml": SLEEP_YAML}, format="json").json()["id"]
     response = api.put(f"/api/v1/workflows/{wid}/", {"yaml": "only: {type: Sleep}\n"}, format="json")
     assert response.status_code == 200 and response.json()["version"] == 2
     other = APIClient()
-    other.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=bob).key}")
+    other.credentials(HTTP_AUTHORIZATION=f"Token {make_token(bob)}")
     assert (
         other.put(f"/api/v1/workflows/{wid}/", {"yaml": "x: {type: Sleep}\n"}, format="json").status_code
         == 403

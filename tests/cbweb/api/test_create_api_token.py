@@ -19,8 +19,36 @@ def test_creates_the_user_and_prints_the_token_on_the_last_line(db: Any) -> None
     assert response.status_code == 200
 
 
-def test_running_it_again_prints_the_same_token(db: Any) -> None:
+def test_each_call_prints_a_new_token_and_earlier_ones_keep_working(db: Any) -> None:
     first, second = StringIO(), StringIO()
     call_command("create_api_token", "ci-bot", stdout=first, stderr=StringIO())
-    call_command("create_api_token", "ci-bot", stdout=second, stderr=StringIO())
-    assert first.getvalue().splitlines()[-1] == second.getvalue().splitlines()[-1]
+    call_command("create_api_token", "ci-bot", "--name", "laptop", stdout=second, stderr=StringIO())
+    keys = [first.getvalue().splitlines()[-1], second.getvalue().splitlines()[-1]]
+    assert keys[0] != keys[1]
+    for key in keys:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        assert (
+            client.post(
+                "/api/v1/workflows/validate/", {"yaml": "a: {type: Sleep}\n"}, format="json"
+            ).status_code
+            == 200
+        )
+
+
+def test_the_key_is_stored_only_as_its_sha256(db: Any) -> None:
+    import hashlib
+
+    from cbweb.api.models import ApiToken
+
+    out = StringIO()
+    call_command("create_api_token", "ci-bot", stdout=out, stderr=StringIO())
+    key = out.getvalue().splitlines()[-1]
+    token = ApiToken.objects.get()
+    assert token.digest == hashlib.sha256(key.encode()).hexdigest()
+    assert key.startswith(token.prefix) and len(token.prefix) < len(key) // 4
+    stored = [
+        str(v)
+        for v in ApiToken.objects.values_list(*[f.attname for f in ApiToken._meta.concrete_fields]).get()
+    ]
+    assert not any(key in value for value in stored)

@@ -15,6 +15,7 @@ from cbweb.runs.services import (
     run_fail,
     run_finish,
     run_progress,
+    run_spec_fields,
 )
 from cbweb.workflows.selectors import version_latest
 
@@ -250,7 +251,9 @@ def test_concurrent_claims_let_exactly_one_worker_win(alice: Any, make_workflow:
 
     # Created without run_create: a committed run_create would hand the run to the local executor.
     run = Run.objects.create(
-        workflow_version=version_latest(workflow=make_workflow(alice)), scheduler="greedy", owner=alice
+        **run_spec_fields(version=version_latest(workflow=make_workflow(alice))),
+        scheduler="greedy",
+        owner=alice,
     )
     barrier = threading.Barrier(6)
     wins: list[str] = []

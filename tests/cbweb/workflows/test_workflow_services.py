@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from benchmarks.spec import WorkflowValidationError, load_yaml
 from cbweb.workflows.models import Workflow, WorkflowVersion
 from cbweb.workflows.selectors import version_latest, version_workflow, workflow_list
-from cbweb.workflows.services import workflow_create, workflow_delete, workflow_update
+from cbweb.workflows.services import workflow_archive, workflow_create, workflow_delete, workflow_update
 
 TASK_LIST = """\
 content:
@@ -66,13 +66,39 @@ def test_another_user_cannot_update_or_delete_but_staff_can(
     assert workflow_update(workflow=workflow, user=staff, yaml_text="x:\n  type: Sleep\n").number == 2
 
 
-def test_delete_is_refused_while_runs_point_at_the_workflow(
-    alice: Any, make_workflow: Any, make_run: Any
+def test_delete_keeps_everyones_runs_with_the_spec_they_ran(
+    alice: Any, bob: Any, make_workflow: Any, make_run: Any
 ) -> None:
+    from cbweb.runs.models import Run
+
     workflow = make_workflow(alice)
-    make_run(workflow, alice)
-    with pytest.raises(ValueError, match="has runs"):
-        workflow_delete(workflow=workflow, user=alice)
+    spec = workflow.versions.get().spec
+    run = make_run(workflow, bob)
+    workflow_delete(workflow=workflow, user=alice)
+    assert not Workflow.objects.filter(pk=workflow.pk).exists()
+    assert not WorkflowVersion.objects.filter(workflow_id=workflow.pk).exists()
+    run = Run.objects.get(pk=run.pk)
+    assert run.workflow_version is None
+    assert (run.workflow_name, run.version_number, run.spec) == ("sleepy", 1, spec)
+    assert "sleep1:" in run.yaml
+
+
+def test_archived_workflows_leave_the_list_and_cannot_be_launched(
+    alice: Any, bob: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    workflow = make_workflow(alice, name="old")
+    make_workflow(alice, name="new")
+    with pytest.raises(PermissionDenied):
+        workflow_archive(workflow=workflow, user=bob)
+    workflow_archive(workflow=workflow, user=alice)
+    assert [w.name for w in workflow_list()] == ["new"]
+    assert [w.name for w in workflow_list(archived=True)] == ["old"]
+    with pytest.raises(ValidationError, match="archived"):
+        make_run(workflow, bob)
+    workflow_archive(workflow=workflow, user=alice, archived=False)
+    assert make_run(workflow, bob).status == "queued"
 
 
 def test_list_annotates_latest_version_and_filters_by_name(alice: Any, make_workflow: Any) -> None:

@@ -1,4 +1,4 @@
-"""``manage.py create_api_token USERNAME``: create the user if needed and print its API token last."""
+"""``manage.py create_api_token USERNAME``: create the user if needed and print a new API token last."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
-from rest_framework.authtoken.models import Token
+
+from cbweb.api.services import token_create
 
 
 class Command(BaseCommand):
     help = (
-        "Create (or show) the API token of a user, creating the user if needed; the token is the last line."
+        "Create a new API token for a user, creating the user if needed; the token is the last line. "
+        "Tokens are stored hashed: this is the only time the key is shown."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -19,8 +21,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--staff", action="store_true", help="make the user staff (may change everything)"
         )
+        parser.add_argument("--name", default="", help="what the token is for (shown in the admin)")
 
-    def handle(self, *args: Any, username: str, staff: bool, **options: Any) -> None:
+    def handle(self, *args: Any, username: str, staff: bool, name: str, **options: Any) -> None:
         user, created = get_user_model().objects.get_or_create(username=username)
         if created:
             user.set_unusable_password()
@@ -28,5 +31,9 @@ class Command(BaseCommand):
         if staff and not user.is_staff:
             user.is_staff = True
         user.save()
-        token, _ = Token.objects.get_or_create(user=user)
-        self.stdout.write(token.key)
+        token, key = token_create(user=user, name=name)
+        self.stderr.write(
+            f"token {token.prefix}… for '{username}': keep it now, it is stored hashed and cannot be shown "
+            "again (revoke it in the admin)"
+        )
+        self.stdout.write(key)

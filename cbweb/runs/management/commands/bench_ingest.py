@@ -24,7 +24,7 @@ from django.db import connection
 from benchmarks.monitor.sampler import BATCH_S
 from cbweb.runs.management.commands.bench_result_page import METRICS, WORKFLOW
 from cbweb.runs.models import Run, TelemetryChunk
-from cbweb.runs.services import run_store_telemetry
+from cbweb.runs.services import run_spec_fields, run_store_telemetry
 from cbweb.runs.telemetry import TelemetryBuffer
 from cbweb.workflows.models import Workflow
 from cbweb.workflows.selectors import version_latest
@@ -92,7 +92,7 @@ class Command(BaseCommand):
     def _run(self, user: Any, workflow: Workflow) -> Run:
         # A row to hang chunks on, never handed to an executor (run_create would enqueue it).
         return Run.objects.create(
-            workflow_version=version_latest(workflow=workflow),
+            **run_spec_fields(version=version_latest(workflow=workflow)),
             scheduler="greedy",
             owner=user,
             status="running",

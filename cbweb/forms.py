@@ -1,0 +1,64 @@
+"""Project-wide forms that belong to no app."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
+
+from cbweb.api.throttles import FailureThrottle
+
+
+class LoginThrottleMixin:
+    """For Django's login forms: refuse a user name from one client address after
+    CB_THROTTLE_LOGIN_FAILURES wrong passwords, and any login from an address past
+    CB_THROTTLE_AUTH_FAILURES wrong passwords or tokens, until the window moves on (the password is
+    then not even tried); a successful login clears the user name's count."""
+
+    request: Any
+    data: Any
+
+    retry_after_s: int | None = None
+
+    def clean(self) -> dict[str, Any]:
+        username = (self.data.get("username") or "").strip().lower()[:150]
+        throttle = FailureThrottle(
+            scope="login_failure", setting="CB_THROTTLE_LOGIN_FAILURES", request=self.request, extra=username
+        )
+        # Per address too, whatever the user name: one guess at many users (password spraying)
+        # counts with the address's wrong tokens.
+        address = FailureThrottle(
+            scope="auth_failure", setting="CB_THROTTLE_AUTH_FAILURES", request=self.request
+        )
+        blocked = [t for t in (throttle, address) if t.blocked()]
+        if blocked:
+            wait = max(t.wait() or 1.0 for t in blocked)
+            self.retry_after_s = math.ceil(wait)
+            raise ValidationError(
+                f"Too many failed logins from your address: try again in {math.ceil(wait / 60)} minute(s).",
+                code="throttled",
+            )
+        try:
+            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
+        except ValidationError:
+            throttle.record_failure()
+            address.record_failure()
+            raise
+        throttle.reset()
+        return cleaned
+
+
+class ThrottledAuthenticationForm(LoginThrottleMixin, AuthenticationForm):
+    """The site's login page."""
+
+
+class ThrottledAdminAuthenticationForm(LoginThrottleMixin, AdminAuthenticationForm):
+    """The admin's own login page (it does not use the site's)."""
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="what the token is for, e.g. ci")
