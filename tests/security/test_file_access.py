@@ -16,6 +16,7 @@ from django.test import Client
 from benchmarks.files import default_model_dirs
 from benchmarks.spec import load_yaml, to_dict
 from cbweb.runs.models import Run
+from cbweb.runs.services import run_spec_fields
 from cbweb.workflows.models import Workflow, WorkflowVersion
 from workers.tasks import run_execute
 
@@ -211,7 +212,7 @@ def test_the_worker_refuses_a_queued_run_that_names_a_path_outside(alice: Any, d
     version = stored_before_the_policy(
         alice, "s:\n  type: Sleep\n  arrival: {kind: trace, trace: /proc/self/environ}\n"
     )
-    run = Run.objects.create(workflow_version=version, owner=alice, scheduler="greedy")
+    run = Run.objects.create(**run_spec_fields(version=version), owner=alice, scheduler="greedy")
     assert run_execute(run_id=run.pk, worker="test") == "failed"
     run.refresh_from_db()
     assert f"{OUTSIDE}: field 'arrival.trace' of unit 's'" in run.error
@@ -225,7 +226,9 @@ def test_a_bad_trace_file_inside_the_data_folder_fails_without_quoting_it(
     trace.write_text("DJANGO_SECRET_KEY=do-not-leak-me\n")
     response = post_workflow(api, f"s:\n  type: Sleep\n  arrival: {{kind: trace, trace: {trace}}}\n")
     assert response.status_code == 201
-    run = Run.objects.create(workflow_version=WorkflowVersion.objects.get(), owner=alice, scheduler="greedy")
+    run = Run.objects.create(
+        **run_spec_fields(version=WorkflowVersion.objects.get()), owner=alice, scheduler="greedy"
+    )
     assert run_execute(run_id=run.pk, worker="test") == "failed"
     run.refresh_from_db()
     assert "field 'arrival.trace' of unit 's', line 1" in run.error and "do-not-leak-me" not in run.error

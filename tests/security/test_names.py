@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from cbweb.runs.models import Run
+from cbweb.runs.services import run_spec_fields
 from cbweb.workflows.models import Workflow, WorkflowVersion
 from workers.tasks import run_execute
 
@@ -97,7 +98,7 @@ def test_a_stored_workflow_with_a_bad_name_is_neither_launched_nor_run(
     )
     response = api.post("/api/v1/runs/", {"workflow": workflow.pk}, format="json")
     assert response.status_code == 400 and RULE in response.json()["errors"][0]["message"]
-    run = Run.objects.create(workflow_version=version, owner=alice, scheduler="greedy")
+    run = Run.objects.create(**run_spec_fields(version=version), owner=alice, scheduler="greedy")
     assert run_execute(run_id=run.pk, worker="test") == "failed"
     assert RULE in Run.objects.get(pk=run.pk).error
     assert not any(tmp_path.rglob("*.csv")) and not any(tmp_path.rglob("*.png"))
