@@ -53,6 +53,9 @@ class Run(models.Model):
     dispatched_at = models.DateTimeField(
         null=True, blank=True, help_text="when a queued run was last handed to the broker (none: not yet)"
     )
+    dispatches = models.PositiveIntegerField(
+        default=0, help_text="how often a queued run was handed to the broker (its re-sends back off)"
+    )
     worker = models.CharField(max_length=200, blank=True, help_text="who executes the run (host:pid)")
     cancel_requested = models.BooleanField(default=False)
     error = models.TextField(blank=True)

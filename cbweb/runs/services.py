@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import DateTimeField, ExpressionWrapper, Q
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -136,7 +136,29 @@ def _db_now_minus(seconds: float) -> ExpressionWrapper:
 
 def run_mark_dispatched(*, run_id: int) -> None:
     """Record that a queued run's message was handed to the broker (or the local executor) just now."""
-    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(dispatched_at=Now())
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        dispatched_at=Now(), dispatches=F("dispatches") + 1
+    )
+
+
+# A run re-sent without a claim is most likely waiting behind long runs, not lost: each re-send doubles
+# the wait before the next, up to 2**REDISPATCH_DOUBLINGS x the interval (16 x 120 s = 32 min by
+# default), so a queue behind hours-long runs holds a few copies per run, not one per interval.
+REDISPATCH_DOUBLINGS = 4
+
+
+def _redispatch_due(resend_after_s: float) -> Q:
+    """The queued runs never handed over, or handed over longer ago than their back-off allows."""
+    due = Q(dispatched_at__isnull=True)
+    for doublings in range(REDISPATCH_DOUBLINGS + 1):
+        if doublings == 0:
+            sends = Q(dispatches__lte=1)
+        elif doublings < REDISPATCH_DOUBLINGS:
+            sends = Q(dispatches=doublings + 1)
+        else:
+            sends = Q(dispatches__gte=doublings + 1)
+        due |= sends & Q(dispatched_at__lt=_db_now_minus(resend_after_s * 2**doublings))
+    return due
 
 
 def run_take_for_dispatch(*, resend_after_s: float) -> list[int]:
@@ -144,15 +166,17 @@ def run_take_for_dispatch(*, resend_after_s: float) -> list[int]:
 
     A run sent long ago may still wait behind others on the broker, or the broker may have lost its
     message (Redis restarted without its data): sending it again is harmless either way, because a
-    second delivery finds the run claimed. Each run is taken by one conditional UPDATE, so sweepers
-    running at once send it once per interval. ``run_dispatch_failed`` puts back a run not sent.
+    second delivery finds the run claimed. The wait doubles with every re-send of the same run (up to
+    2**REDISPATCH_DOUBLINGS x ``resend_after_s``). Each run is taken by one conditional UPDATE, so
+    sweepers running at once send it once per interval. ``run_dispatch_failed`` puts back a run not sent.
     """
-    due = Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=_db_now_minus(resend_after_s))
-    queued = Run.objects.filter(due, status=Run.Status.QUEUED, cancel_requested=False)
+    queued = Run.objects.filter(
+        _redispatch_due(resend_after_s), status=Run.Status.QUEUED, cancel_requested=False
+    )
     taken = []
     for pk, dispatched_at in queued.order_by("pk").values_list("pk", "dispatched_at"):
         changed = Run.objects.filter(pk=pk, status=Run.Status.QUEUED, dispatched_at=dispatched_at).update(
-            dispatched_at=Now()
+            dispatched_at=Now(), dispatches=F("dispatches") + 1
         )
         if changed:
             taken.append(pk)
@@ -161,7 +185,9 @@ def run_take_for_dispatch(*, resend_after_s: float) -> list[int]:
 
 def run_dispatch_failed(*, run_id: int) -> None:
     """Forget that a queued run was sent (the broker refused it): the next sweep sends it again."""
-    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(dispatched_at=None)
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, dispatches__gt=0).update(
+        dispatched_at=None, dispatches=F("dispatches") - 1
+    )
 
 
 def run_set_platform(*, run_id: int, platform: Platform) -> None:

@@ -67,6 +67,28 @@ def test_a_queued_run_sent_longer_ago_than_the_interval_is_sent_again(
     assert RunSweeper(sent).sweep().sent == [old.pk]
 
 
+def test_each_resend_of_a_run_doubles_the_wait_up_to_sixteen_intervals(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    run = make_run(make_workflow(alice), alice)
+    assert run_take_for_dispatch(resend_after_s=100) == [run.pk]  # first hand-over
+    for sends, wait in ((1, 100), (2, 200), (3, 400), (4, 800), (5, 1600), (6, 1600), (9, 1600)):
+        Run.objects.filter(pk=run.pk).update(dispatches=sends)
+        _age(run, dispatched_at=wait - 5)
+        assert run_take_for_dispatch(resend_after_s=100) == [], (sends, wait)
+        _age(run, dispatched_at=wait + 5)
+        assert run_take_for_dispatch(resend_after_s=100) == [run.pk], (sends, wait)
+        assert Run.objects.get(pk=run.pk).dispatches == sends + 1
+
+
+def test_a_refused_hand_over_is_not_counted_as_a_send(alice: Any, make_workflow: Any, make_run: Any) -> None:
+    run = make_run(make_workflow(alice), alice)
+    sent = Sent()
+    sent.down = True
+    RunSweeper(sent).sweep()
+    assert Run.objects.filter(pk=run.pk).values_list("dispatched_at", "dispatches").get() == (None, 0)
+
+
 def test_running_finished_and_cancelled_runs_are_never_sent(
     alice: Any, make_workflow: Any, make_run: Any
 ) -> None:
