@@ -244,7 +244,8 @@ if CB_WORKER_LOST_AFTER_S < 3 * CB_HEARTBEAT_S:
 # The sweeper (`manage.py sweep_runs`, the docker-compose `sweeper` service; the local executor's
 # thread without a broker) repairs runs every CB_SWEEP_S: a queued run never handed to the broker (the
 # broker was down at submit) is sent at the next sweep, one sent more than CB_REDISPATCH_AFTER_S ago
-# (doubling with each re-send of the same run, up to 16x) is sent again (the broker may have lost it; a duplicate finds the run claimed and does nothing), and
+# (doubling with each re-send of the same run, up to 16x) is sent again (the broker may have lost it;
+# a duplicate finds the run claimed and does nothing), and
 # a running run whose heartbeat is older than CB_WORKER_LOST_AFTER_S is failed (worker lost).
 CB_SWEEP_S = env.float("CB_SWEEP_S", default=10.0)
 CB_REDISPATCH_AFTER_S = env.float("CB_REDISPATCH_AFTER_S", default=120.0)
