@@ -41,17 +41,15 @@ web: install
 worker: install
 	$(BIN)/consumerbench worker
 
-# The engine's tests run in their own process with the web stack unimportable (tests/benchmarks/conftest.py).
-ENGINE_TESTS := tests/benchmarks $(wildcard tests/cbkernels)
-WEB_TESTS := $(wildcard tests/cbweb tests/workers tests/e2e tests/security)
+# One pytest process runs every suite (engine, web, workers, security, e2e); the engine's independence
+# of the web stack is a test of its own (tests/benchmarks/test_engine_isolation.py).
 # CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
 ifeq ($(CB_REQUIRE_SERVICES),1)
-WEB_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 endif
 
 test: install lint
-	$(BIN)/pytest -p no:django $(ENGINE_TESTS)
-	$(if $(WEB_TESTS),$(if $(WEB_DATABASE_URL),DATABASE_URL=$(WEB_DATABASE_URL)) $(BIN)/pytest $(WEB_TESTS))
+	$(if $(TEST_DATABASE_URL),DATABASE_URL=$(TEST_DATABASE_URL)) $(BIN)/pytest
 
 lint: install
 	$(BIN)/ruff check .

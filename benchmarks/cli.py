@@ -33,6 +33,7 @@ from benchmarks.spec import (
     load_file,
     requests_per_run,
 )
+from benchmarks.table import text_table
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -254,9 +255,7 @@ def summary_table(result: Mapping[str, Any]) -> str:
                 )
             )
             first = False
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table([[str(c) for c in r] for r in rows], align="<" * len(rows[0])).splitlines()
     ma, fair = result["mean_attainment"], result["fairness"]
     lines.append("")
     lines.append(

@@ -10,6 +10,7 @@ of ``columns``. Source modules must stay cheap to import (pynvml and friends are
 from __future__ import annotations
 
 import os
+import re
 import sys
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -186,3 +187,16 @@ def read_proc(path: str) -> bytes:
 def app_entity(node: str) -> str:
     """Return the entity name under which a source reports an application's own samples."""
     return f"app:{node}"
+
+
+_CORE_ENTITY = re.compile(r"cpu\d+")
+
+
+def core_entity(index: int) -> str:
+    """Return the entity name under which a source reports one logical CPU (``cpu<N>``)."""
+    return f"cpu{index}"
+
+
+def is_core_entity(entity: str) -> bool:
+    """Return whether ``entity`` names one logical CPU (``cpu<N>``), not the machine or an application."""
+    return _CORE_ENTITY.fullmatch(entity) is not None

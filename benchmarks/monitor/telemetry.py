@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from benchmarks.monitor.base import is_core_entity
+
 # The series the summaries read, per source; the rest only goes to the CSV files (and the sink).
 KEPT: dict[str, tuple[str, ...]] = {
     "gpm": ("sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct", "dram_bw_util_pct"),
@@ -31,7 +33,6 @@ KEPT: dict[str, tuple[str, ...]] = {
 # utilisation only says whether any kernel ran during its sampling period.
 SM_ACTIVITY = (("gpm", "sm_activity_pct"), ("dcgm", "sm_activity_pct"), ("nvml", "util_gpu_pct"))
 SM_OCCUPANCY = (("gpm", "sm_occupancy_pct"), ("dcgm", "sm_occupancy_pct"))
-_PER_CORE = re.compile(r"cpu\d+$")
 _GPU = re.compile(r"gpu\d+$")
 
 
@@ -165,7 +166,7 @@ class TelemetryRecorder:
             return
         for row in rows:
             t, entity = row[0], row[1]
-            if source == "psutil" and _PER_CORE.match(entity):
+            if source == "psutil" and is_core_entity(entity):
                 continue
             for i, column in kept:
                 value = row[i]

@@ -28,6 +28,7 @@ from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.models import resolve
 from benchmarks.runner import run_workflow
 from benchmarks.spec import load_yaml
+from benchmarks.table import text_table
 
 GOAL = 1.03
 N_CTX = 2048
@@ -139,12 +140,7 @@ def main() -> None:
         f"\nChatbot {args.model}, {args.max_tokens} tokens, {args.threads} threads, greedy; "
         f"{len(bare)} bare vs {len(harness)} harness requests"
     )
-    header = (
-        f"{'metric':<8}{'bare p50':>12}{'harness p50':>14}{'ratio':>8}"
-        f"{'bare mean':>12}{'harness mean':>14}{'ratio':>8}"
-    )
-    print(header)
-    print("-" * len(header))
+    rows = [["metric", "bare p50", "harness p50", "ratio", "bare mean", "harness mean", "ratio"]]
     worst = 0.0
     for metric in ("ttft", "tpot"):
         b = [x[metric] for x in bare]
@@ -152,11 +148,18 @@ def main() -> None:
         med = statistics.median(h) / statistics.median(b)
         mean = statistics.fmean(h) / statistics.fmean(b)
         worst = max(worst, med)
-        print(
-            f"{metric:<8}{statistics.median(b) * 1000:>10.2f}ms{statistics.median(h) * 1000:>12.2f}ms"
-            f"{med:>8.3f}{statistics.fmean(b) * 1000:>10.2f}ms{statistics.fmean(h) * 1000:>12.2f}ms"
-            f"{mean:>8.3f}"
+        rows.append(
+            [
+                metric,
+                f"{statistics.median(b) * 1000:.2f}ms",
+                f"{statistics.median(h) * 1000:.2f}ms",
+                f"{med:.3f}",
+                f"{statistics.fmean(b) * 1000:.2f}ms",
+                f"{statistics.fmean(h) * 1000:.2f}ms",
+                f"{mean:.3f}",
+            ]
         )
+    print(text_table(rows))
     verdict = "meets" if worst <= GOAL else "misses"
     print(f"\nworst median ratio {worst:.3f}: {verdict} the goal of <= {GOAL}")
 

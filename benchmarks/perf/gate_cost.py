@@ -25,6 +25,7 @@ from benchmarks.schedulers.credit import CreditScheduler
 from benchmarks.schedulers.greedy import OpenGate
 from benchmarks.schedulers.ledger import CreditParams
 from benchmarks.spec import load_yaml
+from benchmarks.table import text_table
 
 GOAL_US = 50.0
 WORKFLOW = """
@@ -147,17 +148,19 @@ def main() -> None:
     per_pair["credit, contended"] = contended / args.pairs
     greedy = per_pair["greedy"]
     print(f"{args.pairs} acquire/release pairs per round, best of {args.rounds}, measured side by side")
-    print(f"{'gate':<20}{'pairs/s':>12}{'us/pair':>10}{'added vs greedy':>17}{'x greedy':>10}")
-    for name, t in per_pair.items():
-        if name == "none":
-            continue
-        print(f"{name:<20}{1 / t:>12,.0f}{t * 1e6:>10.2f}{(t - greedy) * 1e6:>14.2f} us{t / greedy:>10.1f}")
+    rows = [["gate", "pairs/s", "us/pair", "added vs greedy", "x greedy"]]
+    rows += [
+        [name, f"{1 / t:,.0f}", f"{t * 1e6:.2f}", f"{(t - greedy) * 1e6:.2f} us", f"{t / greedy:.1f}"]
+        for name, t in per_pair.items()
+        if name != "none"
+    ]
+    print(text_table(rows))
     print()
     bare = best_step["none"]
     print(f"latency added to a {args.step_us:g} us step (best of {args.rounds}), against no gate")
-    for name, t in best_step.items():
-        if name != "none":
-            print(f"{name:<20}{(t - bare) * 1e6:>10.2f} us")
+    rows = [["gate", "added"]]
+    rows += [[name, f"{(t - bare) * 1e6:.2f} us"] for name, t in best_step.items() if name != "none"]
+    print(text_table(rows))
     worst = max(per_pair[n] for n in per_pair if n.startswith("credit")) * 1e6
     print()
     print(

@@ -30,6 +30,7 @@ from benchmarks.monitor.sampler import Sampler
 from benchmarks.monitor.sources.gpm import GpmSource
 from benchmarks.monitor.sources.nvml import NvmlSource
 from benchmarks.monitor.telemetry import Series, TelemetryRecorder
+from benchmarks.table import markdown_table, text_table
 
 SOURCES = ["psutil", "nvml", "gpm", "dcgm", "rapl"]
 SM_ACTIVITY_MIN = 80.0
@@ -238,12 +239,6 @@ def run_check(
     return rows, ok
 
 
-def markdown(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------------------------------------
 # Recording NVML for the tests
 # --------------------------------------------------------------------------------------------------
@@ -373,15 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows, ok = run_check(args.hz, args.idle, args.load, args.size, args.device, args.out)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print(text_table(rows, align="<" * len(rows[0])))
     command = "PYTHONPATH=. python3 " + " ".join(shlex.quote(a) for a in sys.argv)
-    (args.out / "monitor-check.md").write_text(f"```\n{command}\n```\n\n{markdown(rows)}\n")
+    (args.out / "monitor-check.md").write_text(f"```\n{command}\n```\n\n{markdown_table(rows)}\n")
     if args.record:
         costs = record_fixture(args.record, args.hz, args.record_ticks, args.size, args.device)
         print(f"recording: {args.record}")
-        print(markdown(costs))
+        print(markdown_table(costs))
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

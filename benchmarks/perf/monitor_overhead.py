@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from benchmarks.monitor.base import CHILDREN_EARLY_S
 from benchmarks.monitor.sampler import Sampler, SamplerStats
+from benchmarks.table import text_table
 
 GOAL_PCT_AT_20HZ = 2.0
 
@@ -114,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                     first,
                 )
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        print(text_table(rows, align="<" * len(header)))
         if args.profile:
             print(profile(rates[0], args.seconds, sources, pids, args.settle, args.profile))
     finally:

@@ -17,6 +17,7 @@ from benchmarks.apps.sleep import SleepDriver
 from benchmarks.runner import run_workflow
 from benchmarks.schedulers.greedy import OpenGate
 from benchmarks.spec import load_yaml
+from benchmarks.table import text_table
 
 
 class _Count:
@@ -74,11 +75,12 @@ def main() -> None:
     best_bare = min(r[1] for r in rows)
     events = rows[0][2]
     print(f"{args.requests} no-op requests, best of {args.rounds} rounds, measured side by side")
-    print(f"{'path':<28}{'loop time':>12}{'per request':>14}")
-    print(f"{'bare driver loop':<28}{best_bare * 1e3:>10.1f}ms{best_bare / args.requests * 1e6:>12.1f}us")
-    print(
-        f"{'through the runner pipe':<28}{best_pipe * 1e3:>10.1f}ms{best_pipe / args.requests * 1e6:>12.1f}us"
-    )
+    table = [["path", "loop time", "per request"]]
+    table += [
+        [path, f"{s * 1e3:.1f}ms", f"{s / args.requests * 1e6:.1f}us"]
+        for path, s in (("bare driver loop", best_bare), ("through the runner pipe", best_pipe))
+    ]
+    print(text_table(table))
     added = (best_pipe - best_bare) / args.requests
     print(f"\nadded latency per request: {added * 1e6:.1f} us (ratio {best_pipe / best_bare:.2f})")
     print(f"events through the pipe:   {events} in {best_pipe:.3f} s = {events / best_pipe:,.0f} events/s")

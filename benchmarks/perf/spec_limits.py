@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchmarks.spec import Limits, Workflow, concurrent_sets_max, load_yaml
+from benchmarks.table import text_table
 
 UNLIMITED = Limits(max_nodes=100_000, max_units=100_000, max_values=10_000_000, max_bytes=1 << 30)
 
@@ -92,7 +93,7 @@ def main() -> None:
 
     concurrent_sets_max(pairs_workflow(1), {"p0": 1})  # imports networkx outside the timings
     print("partition share check: N independent pairs of dependent nodes, 4 % MPS each")
-    print(f"{'pairs':>6}{'before':>14}{'after':>14}{'largest share':>16}")
+    rows = [["pairs", "before", "after", "largest share"]]
     for pairs in (8, 12, 14, 16, 18, 20, 24, 50, 128):
         wf = pairs_workflow(pairs)
         weight = {n: wf.unit_of(n).mps or 0 for n in wf.nodes}
@@ -101,11 +102,12 @@ def main() -> None:
         if pairs <= args.old_max_pairs:
             old_s, (old_total, _) = _time(old_concurrent_sets_max, wf, weight)
             assert old_total == total, (pairs, old_total, total)
-        print(f"{pairs:>6}{_cell(old_s):>14}{_cell(new_s):>14}{f'{total} %':>16}")
+        rows.append([str(pairs), _cell(old_s), _cell(new_s), f"{total} %"])
+    print(text_table(rows, align=">>>>"))
 
     print()
     print("topological order: a chain of N nodes defined last-first")
-    print(f"{'nodes':>6}{'before':>14}{'after':>14}")
+    rows = [["nodes", "before", "after"]]
     for n in (100, 600, 1000, 3000, 10_000):
         wf = chain_workflow(n)
         new_s, order = _time(wf.topological_order)
@@ -113,7 +115,8 @@ def main() -> None:
         if n <= args.old_max_nodes:
             old_s, old_order = _time(old_topological_order, wf)
             assert old_order == order
-        print(f"{n:>6}{_cell(old_s):>14}{_cell(new_s):>14}")
+        rows.append([str(n), _cell(old_s), _cell(new_s)])
+    print(text_table(rows, align=">>>"))
 
 
 if __name__ == "__main__":

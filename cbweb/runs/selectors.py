@@ -7,7 +7,6 @@ module only selects, arranges and downsamples.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,6 +17,7 @@ from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
 from benchmarks import metrics
+from benchmarks.monitor.base import is_core_entity
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.telemetry import decode, lttb
 
@@ -27,7 +27,6 @@ CHART_POINTS = 2000
 COMPARE_POINTS = 500
 CDF_POINTS = 400
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
-PER_CORE = re.compile(r"^cpu\d+\.")
 RUN_FILTERS = ("status", "workflow", "platform", "scheduler", "owner", "batch")
 
 
@@ -287,7 +286,13 @@ def run_result_document(*, run: Run) -> dict[str, Any] | None:
 def page_metrics(*, run: Run) -> list[str]:
     """Return the telemetry metrics the result page charts: all but the per-core CPU series, which
     would be one panel per core on a big machine (the API still serves them)."""
-    return sorted({m["metric"] for m in run_telemetry_metrics(run=run) if not PER_CORE.match(m["metric"])})
+    return sorted(
+        {
+            m["metric"]
+            for m in run_telemetry_metrics(run=run)
+            if not is_core_entity(m["metric"].split(".", 1)[0])
+        }
+    )
 
 
 def telemetry_rows(*, run: Run) -> list[dict[str, Any]]:

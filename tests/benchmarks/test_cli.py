@@ -9,9 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from benchmarks.results import load_bundle
+from tests.benchmarks.test_engine_isolation import run_without
 
 ROOT = Path(__file__).parents[2]
 CLI = [sys.executable, "-m", "benchmarks.cli"]
@@ -108,17 +107,14 @@ def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) 
     assert not list((ROOT / "results").glob("bad-*"))
 
 
-def test_plugged_in_commands_that_need_the_web_stack_are_refused_clearly_without_it(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_plugged_in_commands_that_need_the_web_stack_are_refused_clearly_without_it() -> None:
     from importlib.metadata import entry_points
 
-    from benchmarks.cli import main
-
     assert "worker" in [ep.name for ep in entry_points(group="consumerbench.commands")]
-    # This test process forbids the web stack (tests/benchmarks/conftest.py), as an engine-only install would.
-    assert main(["worker"]) == 2
-    assert "'worker' is not available here" in capsys.readouterr().err
+    # A fresh interpreter with the web stack unimportable, as on an engine-only install.
+    result = run_without("from benchmarks.cli import main; raise SystemExit(main(['worker']))")
+    assert result.returncode == 2, result.stderr
+    assert "'worker' is not available here" in result.stderr
 
 
 def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:

@@ -85,3 +85,18 @@ def test_confidence_interval_uses_student_t() -> None:
     mean, half = metrics.mean_ci95([1.0, 2.0, 3.0])
     assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3**0.5)
     assert metrics.mean_ci95([4.0]) == (4.0, None)
+
+
+@pytest.mark.parametrize(("n", "t"), [(2, 12.706), (11, 2.228), (31, 2.042), (32, 1.96), (500, 1.96)])
+def test_confidence_interval_takes_t_for_n_minus_1_degrees_of_freedom_and_1_96_beyond_30(
+    n: int, t: float
+) -> None:
+    values = [float(i % 2) for i in range(n)]  # alternating 0, 1: the sample deviation is known
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    assert metrics.mean_ci95(values) == (mean, pytest.approx(t * sd / n**0.5))
+
+
+def test_confidence_interval_of_no_values_is_refused() -> None:
+    with pytest.raises(ValueError, match="mean of no values"):
+        metrics.mean_ci95([])

@@ -1,7 +1,6 @@
 """Web tests: Django settings, and the factories every web test uses (one place).
 
-The web suite runs in its own pytest process (the engine suite forbids importing Django). It runs
-on SQLite by default and on PostgreSQL when DATABASE_URL points there (CI does that).
+The web tests run on SQLite by default and on PostgreSQL when DATABASE_URL points there (CI does that).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import sys
 
 import psutil
 
-from benchmarks.monitor.base import AppProcesses, Row, Source, app_entity, read_proc
+from benchmarks.monitor.base import AppProcesses, Row, Source, app_entity, core_entity, read_proc
 
 _MEMINFO_KEYS = (b"MemTotal:", b"\nMemAvailable:", b"\nSwapTotal:", b"\nSwapFree:")
 # Per-core and per-application rows: at most this often (the system row comes every tick).
@@ -59,7 +59,7 @@ class PsutilSource(Source):
         last, self._cores = self._cores, cores
         if len(last) == len(cores):
             rows += [
-                (t, f"cpu{i}", busy_percent(a, b), None, None, None, None, None)
+                (t, core_entity(i), busy_percent(a, b), None, None, None, None, None)
                 for i, (a, b) in enumerate(zip(last, cores, strict=True))
             ]
         for node, procs in apps.processes():

@@ -15,6 +15,9 @@ from benchmarks.monitor.base import (
     CHILDREN_LATE_S,
     CHILDREN_REFRESH_S,
     AppProcesses,
+    app_entity,
+    core_entity,
+    is_core_entity,
     parent_pids,
 )
 
@@ -65,3 +68,9 @@ def test_children_are_looked_up_every_second_at_first_then_every_five_seconds(ch
     assert apps.node_of(second) is None  # past the start-up: every CHILDREN_LATE_S
     apps.refresh(late + CHILDREN_LATE_S)
     assert apps.node_of(second) == "me" and apps.node_of(first) == "me"
+
+
+def test_core_entities_are_cpu_and_a_number_and_nothing_else() -> None:
+    assert core_entity(7) == "cpu7" and is_core_entity(core_entity(7)) and is_core_entity("cpu128")
+    for other in ("system", "cpu", "cpu1x", "xcpu1", "cpu1.cpu_percent", app_entity("cpu1")):
+        assert not is_core_entity(other), other

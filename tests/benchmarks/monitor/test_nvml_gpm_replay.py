@@ -8,11 +8,11 @@ import math
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ReplayNvml
 
 from benchmarks.monitor.base import AppProcesses, Source, SourceUnavailable
 from benchmarks.monitor.sources.gpm import METRICS, GpmSource, metric_values, same_counters
 from benchmarks.monitor.sources.nvml import NvmlSource
+from tests.benchmarks.monitor.conftest import FIXTURES, ReplayNvml
 
 # The schedule the recording was made with: the energy counter read on every tick, processes every 0.5 s.
 RECORDED_SCHEDULE = {"energy_interval_s": 0.0, "attribution_interval_s": 0.5}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cbweb.runs.models import TelemetryChunk
-from cbweb.runs.selectors import run_telemetry
+from cbweb.runs.selectors import page_metrics, run_telemetry
 from cbweb.runs.services import run_store_telemetry
 from cbweb.runs.telemetry import TelemetryBuffer, lttb, samples_of_event
 
@@ -100,3 +100,15 @@ def test_stored_chunks_are_read_back_in_time_order_and_range(
     assert series["t"][0] == 10.0 and series["t"][-1] == 20.0
     [small] = run_telemetry(run=run, points=300)
     assert len(small["t"]) == 300 and small["samples"] == 1000
+
+
+def test_result_page_charts_leave_out_per_core_cpu_series(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    run = make_run(make_workflow(alice), alice)
+    buffer = TelemetryBuffer(chunk_samples=100)
+    for metric in ("cpu0.cpu_percent", "cpu13.cpu_percent", "system.cpu_percent", "app:cpu1.cpu_percent"):
+        buffer.add("psutil", metric, 0.05, 1.0)
+    buffer.add("nvml", "gpu0.power_w", 0.05, 1.0)
+    run_store_telemetry(run_id=run.pk, chunks=buffer.take())
+    assert page_metrics(run=run) == ["app:cpu1.cpu_percent", "gpu0.power_w", "system.cpu_percent"]

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
 from benchmarks.monitor.sampler import BATCH_S
+from benchmarks.table import text_table
 from cbweb.runs.management.commands.bench_result_page import METRICS, WORKFLOW
 from cbweb.runs.models import Run, TelemetryChunk
 from cbweb.runs.services import run_spec_fields, run_store_telemetry
@@ -169,16 +170,7 @@ class Command(BaseCommand):
         self._print(size_rows)
 
     def _print(self, table: Sequence[tuple[str, ...]]) -> None:
-        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-        for n, row in enumerate(table):
-            self.stdout.write(
-                "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
-                )
-            )
-            if n == 0:
-                self.stdout.write("  ".join("-" * w for w in widths))
+        self.stdout.write(text_table(table))
 
 
 def _mib(n: float) -> str:

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 from django.test import Client, override_settings
 
+from benchmarks.table import text_table
 from cbweb.runs.models import Run, TelemetryChunk
 from cbweb.runs.services import run_create, run_refresh_telemetry_overview, run_store_telemetry
 from cbweb.runs.telemetry import TelemetryBuffer
@@ -129,13 +130,4 @@ class Command(BaseCommand):
             )
             for label, lo, med, hi, size in rows
         ]
-        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        for n, row in enumerate(table):
-            self.stdout.write(
-                "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
-                )
-            )
-            if n == 0:
-                self.stdout.write("  ".join("-" * w for w in widths))
+        self.stdout.write(text_table(table))
