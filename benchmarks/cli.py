@@ -22,7 +22,7 @@ from benchmarks import metrics, monitor
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
-from benchmarks.results import default_out_dir, write_bundle
+from benchmarks.results import default_out_dir, slo_table, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
 from benchmarks.spec import (
@@ -234,26 +234,21 @@ def summary_table(result: Mapping[str, Any]) -> str:
     """Return the end-of-run table: one row per application, then the run's figures."""
     rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
     status = {n["name"]: n["status"] for n in result["nodes"]}
-    for app in result["applications"]:
-        att = app["slo_attainment"]
-        shown = [s.split("<")[0] for s in app["slo"]] or [m for m in ("e2e",) if m in app["metrics"]]
-        first = True
-        for metric in shown or ["-"]:
-            summ = app["metrics"].get(metric, {})
-            rows.append(
-                (
-                    app["name"] if first else "",
-                    app["type"] if first else "",
-                    status[app["name"]] if first else "",
-                    f"{app['requests_counted']}/{app['requests_total']}" if first else "",
-                    ("-" if att is None else f"{att:.0%}") if first else "",
-                    metric,
-                    _secs(summ.get("p50")),
-                    _secs(summ.get("p99")),
-                    _secs(app["load_time_s"]) if first else "",
-                )
+    for row in slo_table(result["applications"]):
+        att = row.attainment
+        rows.append(
+            (
+                row.application if row.first else "",
+                row.type if row.first else "",
+                status[row.application] if row.first else "",
+                f"{row.requests_counted}/{row.requests_total}" if row.first else "",
+                ("-" if att is None else f"{att:.0%}") if row.first else "",
+                row.metric,
+                _secs(row.p50),
+                _secs(row.p99),
+                _secs(row.load_time_s) if row.first else "",
             )
-            first = False
+        )
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
