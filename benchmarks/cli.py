@@ -22,6 +22,7 @@ from benchmarks import metrics, monitor
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
+from benchmarks.progress import RunProgress
 from benchmarks.results import default_out_dir, slo_table, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
@@ -31,7 +32,6 @@ from benchmarks.spec import (
     WorkflowValidationError,
     format_path,
     load_file,
-    requests_per_run,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -171,38 +171,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 class Progress:
-    """One line per node: redrawn in place on a terminal, printed on each change otherwise."""
+    """One line per node: redrawn in place on a terminal, printed on each change otherwise.
+
+    The figures are the engine's progress reducer's (``benchmarks.progress``), as on the run page.
+    """
 
     def __init__(self, workflow: Workflow, stream: TextIO = sys.stdout) -> None:
         self.stream = stream
         self.tty = stream.isatty()
+        self.progress = RunProgress(workflow)
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.totals = requests_per_run(workflow)
         self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
-        self.state: dict[str, dict[str, Any]] = {
-            n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
-        }
         self.drawn = False
         self.lock = threading.Lock()
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         node = event.get("node")
-        if node not in self.state:
+        if node not in self.records or not self.progress.on_event(event):
             return
-        st = self.state[node]
         kind = event["kind"]
-        if kind == "node_status":
-            # A started process first loads its model; load_end marks it running.
-            status = "loading" if event["status"] == "running" else event["status"]
-            st["status"], st["reason"] = status, event.get("reason")
-        elif kind == "load_end":
-            st["status"] = "running"
-        elif kind == "request_end":
-            st["done"] += 1
-            st["last"] = event["record"]["metrics"].get("e2e")
-        else:
-            return
         with self.lock:
             if self.tty:
                 self._redraw()
@@ -210,13 +198,14 @@ class Progress:
                 print(f"{event['t']:8.2f}s  {self._line(node)}", file=self.stream, flush=True)
 
     def _line(self, node: str) -> str:
-        st = self.state[node]
+        st = self.progress.state["nodes"][node]
         if self.records[node] == "request":
-            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{self.totals[node]} requests"
+            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{st['total']} requests"
         else:
             text = f"{node:<{self.width}}  {st['status']:<9} {st['done']} {self.records[node]}s"
-        if st["last"] is not None:
-            text += f"  last e2e {st['last']:.3f}s"
+        last = st["last"].get("e2e")
+        if last is not None:
+            text += f"  last e2e {last:.3f}s"
         if st["reason"] and st["status"] in ("failed", "skipped", "stopped"):
             text += f"  ({st['reason']})"
         return text
