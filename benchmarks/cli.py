@@ -22,7 +22,8 @@ from benchmarks import metrics, monitor
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
-from benchmarks.results import default_out_dir, write_bundle
+from benchmarks.progress import RunProgress
+from benchmarks.results import default_out_dir, slo_table, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
 from benchmarks.spec import (
@@ -31,7 +32,6 @@ from benchmarks.spec import (
     WorkflowValidationError,
     format_path,
     load_file,
-    requests_per_run,
 )
 from benchmarks.table import text_table
 
@@ -172,38 +172,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 class Progress:
-    """One line per node: redrawn in place on a terminal, printed on each change otherwise."""
+    """One line per node: redrawn in place on a terminal, printed on each change otherwise.
+
+    The figures are the engine's progress reducer's (``benchmarks.progress``), as on the run page.
+    """
 
     def __init__(self, workflow: Workflow, stream: TextIO = sys.stdout) -> None:
         self.stream = stream
         self.tty = stream.isatty()
+        self.progress = RunProgress(workflow)
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.totals = requests_per_run(workflow)
         self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
-        self.state: dict[str, dict[str, Any]] = {
-            n: {"status": "pending", "done": 0, "last": None, "reason": None} for n in self.names
-        }
         self.drawn = False
         self.lock = threading.Lock()
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         node = event.get("node")
-        if node not in self.state:
+        if node not in self.records or not self.progress.on_event(event):
             return
-        st = self.state[node]
         kind = event["kind"]
-        if kind == "node_status":
-            # A started process first loads its model; load_end marks it running.
-            status = "loading" if event["status"] == "running" else event["status"]
-            st["status"], st["reason"] = status, event.get("reason")
-        elif kind == "load_end":
-            st["status"] = "running"
-        elif kind == "request_end":
-            st["done"] += 1
-            st["last"] = event["record"]["metrics"].get("e2e")
-        else:
-            return
         with self.lock:
             if self.tty:
                 self._redraw()
@@ -211,13 +199,14 @@ class Progress:
                 print(f"{event['t']:8.2f}s  {self._line(node)}", file=self.stream, flush=True)
 
     def _line(self, node: str) -> str:
-        st = self.state[node]
+        st = self.progress.state["nodes"][node]
         if self.records[node] == "request":
-            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{self.totals[node]} requests"
+            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{st['total']} requests"
         else:
             text = f"{node:<{self.width}}  {st['status']:<9} {st['done']} {self.records[node]}s"
-        if st["last"] is not None:
-            text += f"  last e2e {st['last']:.3f}s"
+        last = st["last"].get("e2e")
+        if last is not None:
+            text += f"  last e2e {last:.3f}s"
         if st["reason"] and st["status"] in ("failed", "skipped", "stopped"):
             text += f"  ({st['reason']})"
         return text
@@ -235,26 +224,21 @@ def summary_table(result: Mapping[str, Any]) -> str:
     """Return the end-of-run table: one row per application, then the run's figures."""
     rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
     status = {n["name"]: n["status"] for n in result["nodes"]}
-    for app in result["applications"]:
-        att = app["slo_attainment"]
-        shown = [s.split("<")[0] for s in app["slo"]] or [m for m in ("e2e",) if m in app["metrics"]]
-        first = True
-        for metric in shown or ["-"]:
-            summ = app["metrics"].get(metric, {})
-            rows.append(
-                (
-                    app["name"] if first else "",
-                    app["type"] if first else "",
-                    status[app["name"]] if first else "",
-                    f"{app['requests_counted']}/{app['requests_total']}" if first else "",
-                    ("-" if att is None else f"{att:.0%}") if first else "",
-                    metric,
-                    _secs(summ.get("p50")),
-                    _secs(summ.get("p99")),
-                    _secs(app["load_time_s"]) if first else "",
-                )
+    for row in slo_table(result["applications"]):
+        att = row.attainment
+        rows.append(
+            (
+                row.application if row.first else "",
+                row.type if row.first else "",
+                status[row.application] if row.first else "",
+                f"{row.requests_counted}/{row.requests_total}" if row.first else "",
+                ("-" if att is None else f"{att:.0%}") if row.first else "",
+                row.metric,
+                _secs(row.p50),
+                _secs(row.p99),
+                _secs(row.load_time_s) if row.first else "",
             )
-            first = False
+        )
     lines = text_table([[str(c) for c in r] for r in rows], align="<" * len(rows[0])).splitlines()
     ma, fair = result["mean_attainment"], result["fairness"]
     lines.append("")

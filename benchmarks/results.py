@@ -10,6 +10,8 @@ import csv
 import json
 import re
 import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -233,3 +235,72 @@ def load_bundle(path: Path) -> ResultDocument:
     if path.is_dir():
         path = path / "result.json"
     return ResultDocument.model_validate_json(path.read_text())
+
+
+@dataclass(frozen=True)
+class SloRow:
+    """One row of the SLO table: one application's figures on one of its SLO metrics.
+
+    An application has one row per SLO metric (or one ``e2e`` row without SLOs); the per-application
+    cells (attainment, request counts, load time, throughput) belong to its ``first`` row, which
+    spans ``span`` rows.
+    """
+
+    application: str
+    type: str
+    first: bool
+    span: int
+    metric: str  # "-" when the application has neither an SLO nor an e2e figure
+    slo: str  # the SLO on this metric as the result records it; "" when none
+    attainment: float | None
+    requests_met: int | None
+    requests_counted: int
+    requests_total: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    normalized: float | None
+    load_time_s: float | None
+    throughput_rps: float | None
+
+
+def slo_metric(slo: str) -> str:
+    """Return the metric an SLO of a result names (``"ttft<=1.0s"`` -> ``"ttft"``)."""
+    return slo.split("<")[0]
+
+
+def shown_metrics(application: Mapping[str, Any]) -> list[str]:
+    """Return the metrics the SLO table shows for an application (an ``applications`` entry of a
+    result): those of its SLOs, else ``e2e`` when it has that figure, else none."""
+    return [slo_metric(s) for s in application["slo"]] or [m for m in ("e2e",) if m in application["metrics"]]
+
+
+def slo_table(applications: Iterable[Mapping[str, Any]]) -> list[SloRow]:
+    """Return the SLO table of a result's ``applications`` (the CLI prints it, the result page shows
+    it): per application one row per shown metric, in the result's order."""
+    rows = []
+    for app in applications:
+        shown = shown_metrics(app)
+        for i, metric in enumerate(shown or ["-"]):
+            summary = app["metrics"].get(metric) or {}
+            rows.append(
+                SloRow(
+                    application=app["name"],
+                    type=app["type"],
+                    first=i == 0,
+                    span=len(shown) or 1,
+                    metric=metric,
+                    slo=next((s for s in app["slo"] if slo_metric(s) == metric), ""),
+                    attainment=app["slo_attainment"],
+                    requests_met=app["requests_met"],
+                    requests_counted=app["requests_counted"],
+                    requests_total=app["requests_total"],
+                    p50=summary.get("p50"),
+                    p90=summary.get("p90"),
+                    p99=summary.get("p99"),
+                    normalized=app["normalized_latency"].get(metric),
+                    load_time_s=app["load_time_s"],
+                    throughput_rps=app["throughput_rps"],
+                )
+            )
+    return rows

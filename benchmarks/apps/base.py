@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from benchmarks.clock import now
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.models import Format, check_model
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
@@ -125,6 +126,35 @@ class AppContext:
         if self.sessions > 1:
             record.info.setdefault("session", self.session)
         self.emit("request_end", record=record.to_event())
+
+
+def check_unit(
+    unit: Application,
+    files: FilePolicy,
+    formats: tuple[Format, ...],
+    *inputs: Callable[[], object],
+    more: Callable[[], list[str]] = list,
+) -> list[str]:
+    """Return the problems that stop a model-backed unit on this machine, as sentences: the
+    ``AppType.check`` of each driver that loads a model.
+
+    A model that the file access policy refuses is the only problem reported (nothing else of the
+    unit is read then). Otherwise: the model's problems (catalogue, format, device), then ``more()``
+    (the driver's own checks), then the message of each of ``inputs`` that fails (each reads one
+    input of the unit and raises ValueError, FileAccessError included, when it is bad).
+    """
+    try:
+        files.check_unit_model(unit)
+    except FileAccessError as exc:
+        return [str(exc)]
+    problems = check_model(unit.model, formats, unit.type, unit.device)
+    problems += more()
+    for read in inputs:
+        try:
+            read()
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def read_trace(unit: Application, files: FilePolicy) -> list[float]:

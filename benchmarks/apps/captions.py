@@ -34,7 +34,15 @@ from benchmarks.apps.asr import (
     load_backend,
     model_formats,
 )
-from benchmarks.apps.base import AppOptions, AppStopped, AppType, Driver, RequestRecord, _sleep_until
+from benchmarks.apps.base import (
+    AppOptions,
+    AppStopped,
+    AppType,
+    Driver,
+    RequestRecord,
+    _sleep_until,
+    check_unit,
+)
 from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
@@ -46,7 +54,7 @@ from benchmarks.files import (
     FilePolicy,
     where,
 )
-from benchmarks.models import check_model, resolve
+from benchmarks.models import resolve
 
 if TYPE_CHECKING:
     import numpy as np
@@ -150,11 +158,14 @@ def clips_of(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[Clip]:
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: the model, the audio files and transcripts."""
     opts: Any = unit.options
-    try:
-        files.check_unit_model(unit)
-    except FileAccessError as exc:
-        return [str(exc)]
-    problems = check_model(unit.model, model_formats(opts.backend), "LiveCaptions", unit.device)
+    return check_unit(unit, files, model_formats(opts.backend), more=lambda: _stream_problems(unit, files))
+
+
+def _stream_problems(unit: Application, files: FilePolicy) -> list[str]:
+    """Return the problems of the unit's options and audio: backend and compute type, then each
+    clip (refused, missing, empty or unreadable audio, a reference transcript without words)."""
+    opts: Any = unit.options
+    problems: list[str] = []
     if opts.backend == "faster_whisper" and (unit.model or "").endswith("@random"):
         problems.append("random Whisper models run on the transformers backend: set backend: transformers")
     if opts.backend == "transformers" and opts.compute_type not in (None, *TORCH_DTYPES):

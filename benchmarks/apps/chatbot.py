@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import Input, read_jsonl, unit_input
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
 from benchmarks.apps.textgen import load_generator, model_formats
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy
-from benchmarks.models import check_model, resolve
+from benchmarks.models import resolve
 
 if TYPE_CHECKING:
     from benchmarks.apps.textgen import Generator
@@ -69,30 +69,21 @@ def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[list[d
     return turns
 
 
-def prompts_input(unit: Application) -> Input:
-    """Return the unit's prompts: ``prompts:``, else ``dataset:``, else the shipped set."""
-    return unit_input(unit, ("prompts", "dataset"), "prompts.jsonl")
+# The unit's prompts: ``prompts:``, else ``dataset:``, else the shipped set.
+PROMPTS = "prompts.jsonl"
 
 
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: its model and its prompts file."""
     opts: Any = unit.options
-    try:
-        files.check_unit_model(unit)
-    except FileAccessError as exc:
-        return [str(exc)]
-    problems = check_model(unit.model, model_formats(opts.backend), "Chatbot", unit.device)
-    try:
-        load_prompts(prompts_input(unit), files)
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    formats = model_formats(opts.backend)
+    return check_unit(unit, files, formats, lambda: load_prompts(prompts_input(unit, PROMPTS), files))
 
 
 class ChatbotDriver(Driver):
     def load(self) -> dict[str, Any]:
         opts = self.options
-        prompts = prompts_input(self.unit)
+        prompts = prompts_input(self.unit, PROMPTS)
         self.turns = load_prompts(prompts, self.ctx.files)
         self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")

@@ -60,6 +60,12 @@ def unit_input(unit: Application, keys: tuple[str, ...], default: str) -> Input:
     return Input(unit.name, None, DATA_DIR / default)
 
 
+def prompts_input(unit: Application, default: str, key: str = "prompts") -> Input:
+    """Return the unit's request inputs (prompts, questions): its ``key`` option, else ``dataset:``,
+    else the shipped file ``default``."""
+    return unit_input(unit, (key, "dataset"), default)
+
+
 def read_jsonl(source: Input, files: FilePolicy) -> list[dict[str, Any]]:
     """Return the objects of a JSONL input; raise ValueError naming the field and line of a bad one."""
     text = source.read_text(files)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import Input, read_jsonl, text_field, unit_input
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, bundle_path
-from benchmarks.models import ResolvedModel, build_random_pipeline, check_model, resolve
+from benchmarks.files import DATA_FILE, UNRESTRICTED, FilePolicy, bundle_path
+from benchmarks.models import ResolvedModel, build_random_pipeline, resolve
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -56,23 +56,13 @@ def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[str]:
     return [text_field(row, "prompt", source, n) for n, row in enumerate(read_jsonl(source, files), 1)]
 
 
-def prompts_input(unit: Application) -> Input:
-    """Return the unit's prompts: ``prompts:``, else ``dataset:``, else the shipped captions."""
-    return unit_input(unit, ("prompts", "dataset"), "image_prompts.jsonl")
+# The unit's prompts: ``prompts:``, else ``dataset:``, else the shipped captions.
+PROMPTS = "image_prompts.jsonl"
 
 
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: its model and its prompts file."""
-    try:
-        files.check_unit_model(unit)
-    except FileAccessError as exc:
-        return [str(exc)]
-    problems = check_model(unit.model, FORMATS, "ImageGen", unit.device)
-    try:
-        load_prompts(prompts_input(unit), files)
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return check_unit(unit, files, FORMATS, lambda: load_prompts(prompts_input(unit, PROMPTS), files))
 
 
 class ImageGenDriver(Driver):
@@ -86,7 +76,7 @@ class ImageGenDriver(Driver):
         self.torch = torch
         threads = opts.n_threads or default_threads()
         torch.set_num_threads(threads)
-        prompts = prompts_input(self.unit)
+        prompts = prompts_input(self.unit, PROMPTS)
         self.prompts = load_prompts(prompts, self.ctx.files)
         self.ctx.files.check_unit_model(self.unit)
         gpu = self.ctx.device == "gpu"

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
-from benchmarks.apps.datasets import Input, read_jsonl, text_field, unit_input
+from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field, unit_input
 from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
 from benchmarks.files import DATA_FILE, DATA_FILE_OR_FOLDER, UNRESTRICTED, FileAccessError, FilePolicy
-from benchmarks.models import check_model, resolve
+from benchmarks.models import resolve
 
 if TYPE_CHECKING:
     from benchmarks.spec import Application
@@ -199,25 +199,17 @@ def load_questions(source: Input, files: FilePolicy = UNRESTRICTED) -> list[dict
 
 def _inputs(unit: Application) -> tuple[Input, Input]:
     return (
-        unit_input(unit, ("questions", "dataset"), "research_questions.jsonl"),
+        prompts_input(unit, "research_questions.jsonl", key="questions"),
         unit_input(unit, ("documents",), "documents"),
     )
 
 
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     """Return the problems that stop this unit here: its model, questions and documents."""
-    try:
-        files.check_unit_model(unit)
-    except FileAccessError as exc:
-        return [str(exc)]
-    problems = check_model(unit.model, ("gguf",), "DeepResearch", unit.device)
     questions, documents = _inputs(unit)
-    for load in (lambda: load_questions(questions, files), lambda: Library(documents, files)):
-        try:
-            load()
-        except ValueError as exc:
-            problems.append(str(exc))
-    return problems
+    return check_unit(
+        unit, files, ("gguf",), lambda: load_questions(questions, files), lambda: Library(documents, files)
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 from django.db.models import Prefetch, QuerySet
+from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
 
 from benchmarks import metrics
 from benchmarks.monitor.base import is_core_entity
+from benchmarks.results import SloRow, shown_metrics, slo_table
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.telemetry import decode, lttb
 
@@ -64,33 +66,10 @@ def run_nodes(*, run: Run) -> list[NodeResult]:
     return list(run.node_results.all())
 
 
-def slo_rows(*, run: Run) -> list[dict[str, Any]]:
-    """Return the per-application SLO table: attainment, p50/p90/p99 per SLO metric, normalised latency."""
-    rows = []
-    for app in run_applications(run=run):
-        shown = [s.split("<")[0] for s in app.slo] or ([m for m in ("e2e",) if m in app.metrics])
-        met = "-" if app.requests_met is None else app.requests_met
-        for i, metric in enumerate(shown or ["-"]):
-            summary = app.metrics.get(metric, {})
-            rows.append(
-                {
-                    "application": app.name,
-                    "type": app.type,
-                    "first": i == 0,
-                    "span": len(shown) or 1,
-                    "slo": next((s for s in app.slo if s.startswith(metric)), ""),
-                    "attainment": app.slo_attainment,
-                    "requests": f"{met}/{app.requests_counted}",
-                    "metric": metric,
-                    "p50": summary.get("p50"),
-                    "p90": summary.get("p90"),
-                    "p99": summary.get("p99"),
-                    "normalized": app.normalized_latency.get(metric),
-                    "load_time_s": app.load_time_s,
-                    "throughput_rps": app.throughput_rps,
-                }
-            )
-    return rows
+def slo_rows(*, run: Run) -> list[SloRow]:
+    """Return the per-application SLO table (the engine's ``slo_table`` over the stored results):
+    attainment, p50/p90/p99 per SLO metric, normalised latency."""
+    return slo_table(model_to_dict(app) for app in run_applications(run=run))
 
 
 def _slo_thresholds(slos: Iterable[str]) -> dict[str, float]:
@@ -383,7 +362,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         names = {n for r in batch_runs for n in by_run[r.pk]}
         for name in sorted(names):
             results = [by_run[r.pk][name] for r in batch_runs if name in by_run[r.pk]]
-            metric = (results[0].slo[0].split("<")[0] if results[0].slo else "e2e") if results else "e2e"
+            metric = (shown_metrics(model_to_dict(results[0])) or ["e2e"])[0] if results else "e2e"
             column["applications"][name] = {
                 "metric": metric,
                 "attainment": _ci([a.slo_attainment for a in results if a.slo_attainment is not None]),

@@ -22,12 +22,12 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from benchmarks import spec as engine_spec
+from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument
 from benchmarks.schedulers import SCHEDULERS
 from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
-from cbweb.runs.progress import initial_progress
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.limits import spec_limits

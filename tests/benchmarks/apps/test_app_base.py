@@ -1,0 +1,65 @@
+"""The shared check of model-backed units: the file policy first, then the model, the driver's own
+checks and each input, reported together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.apps.base import check_unit
+from benchmarks.apps.datasets import prompts_input
+from benchmarks.files import UNRESTRICTED, FilePolicy
+from benchmarks.spec import Application, load_yaml
+
+
+def unit(text: str) -> Application:
+    (only,) = load_yaml(text, name="t").applications.values()
+    return only
+
+
+def failing(message: str) -> None:
+    raise ValueError(message)
+
+
+def test_a_model_the_policy_refuses_is_the_only_problem_and_nothing_else_is_read(tmp_path: Path) -> None:
+    policy = FilePolicy.restricted([tmp_path], [tmp_path])
+    read: list[str] = []
+
+    def more() -> list[str]:
+        read.append("more")
+        return []
+
+    problems = check_unit(
+        unit("chat: {type: Chatbot, model: /etc/hosts}\n"),
+        policy,
+        ("gguf",),
+        lambda: read.append("prompts"),
+        more=more,
+    )
+    assert problems == ["path outside the allowed model folders: field 'model' of unit 'chat'"]
+    assert read == []
+
+
+def test_model_own_and_input_problems_are_reported_together_in_that_order(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.gguf"
+    problems = check_unit(
+        unit(f"chat: {{type: Chatbot, model: {missing}}}\n"),
+        UNRESTRICTED,
+        ("gguf",),
+        lambda: failing("bad prompts"),
+        lambda: None,
+        lambda: failing("bad documents"),
+        more=lambda: ["bad option"],
+    )
+    assert len(problems) == 4 and str(missing.name) in problems[0]
+    assert problems[1:] == ["bad option", "bad prompts", "bad documents"]
+
+
+def test_prompts_come_from_the_named_key_then_the_dataset_then_the_shipped_file() -> None:
+    named = prompts_input(
+        unit("r: {type: DeepResearch, questions: q.jsonl, dataset: d.jsonl}\n"), "x", "questions"
+    )
+    dataset = prompts_input(unit("c: {type: Chatbot, dataset: d.jsonl}\n"), "prompts.jsonl")
+    shipped = prompts_input(unit("c: {type: Chatbot}\n"), "prompts.jsonl")
+    assert (named.key, named.value) == ("questions", "q.jsonl")
+    assert (dataset.key, dataset.value) == ("dataset", "d.jsonl")
+    assert shipped.key is None and shipped.name == "prompts.jsonl"
