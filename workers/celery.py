@@ -10,8 +10,8 @@ Queues, so that a run reaches a worker that can execute it:
   has that fingerprint listens (two identical GPUs, or two identical hosts, share the work).
 - ``cb.<platform id>.gpu<N>`` (``.cpu``): the worker's own queue, named after its platform and GPU.
 
-The shared queues' names belong to the run's queue choice (``cbweb.runs.execution``, which the web
-side calls); the platform and worker queue names are made here and published on the Platform row.
+The queue names have one home, the run's queue choice (``cbweb.runs.execution``, which the web side
+calls); which of them a worker listens on is decided here (``worker_queues``).
 A worker works out its queues itself when it starts (``celeryd_after_setup``), so a bare
 ``celery -A workers worker`` listens where runs for its machine are sent, as ``consumerbench worker``
 does; then it registers its platform and starts its heartbeat (workers/heartbeat.py). Asked to stop
@@ -27,7 +27,7 @@ from typing import Any
 from celery import Celery
 from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown, worker_shutting_down
 
-from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE
+from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE, platform_queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
 
@@ -44,11 +44,6 @@ app.conf.update(
     worker_pool="solo",
     worker_concurrency=1,
 )
-
-
-def platform_queue(platform_id: str) -> str:
-    """Return the queue of one platform (any worker on a machine with this fingerprint id)."""
-    return f"cb.{platform_id}"
 
 
 def worker_queues(fingerprint: dict[str, Any]) -> list[str]:

@@ -4,9 +4,8 @@ The one home of run execution. The Celery task (``workers/tasks.py``, a few line
 process's local executor (``cbweb/runs/dispatch.py``, no broker configured) both call ``run_execute``;
 neither claims or writes anything itself. The engine (``benchmarks.runner.run_workflow``) does the
 work, the run state machine (``cbweb.runs.services``) does the writes. ``run_queue`` chooses the
-Celery queue a run is sent to; the names of the queues shared by many workers live here with it
-(a worker's own and its platform's queue names come from ``workers/celery.py``, which publishes
-them on the Platform row).
+Celery queue a run is sent to; the queue names live here with it (``workers/celery.py`` decides
+which of them a worker listens on; its heartbeat publishes the platform's queue on the Platform row).
 
 This module imports nothing from ``workers`` (import-linter checks it): cbweb hands runs to the
 workers through the one sender named by ``settings.CB_RUN_SENDER`` (see ``cbweb/runs/dispatch.py``).
@@ -33,6 +32,12 @@ log = logging.getLogger(__name__)
 # every worker listens on the first, every GPU worker on the second (``workers.celery.worker_queues``).
 DEFAULT_QUEUE = "consumerbench"
 GPU_QUEUE = "consumerbench.gpu"
+
+
+def platform_queue(platform_id: str) -> str:
+    """Return the queue of one platform (any worker on a machine with this fingerprint id)."""
+    return f"cb.{platform_id}"
+
 
 # The run page polls every second: writing progress twice a second keeps it live without a write
 # per event (a chatbot emits one per token).

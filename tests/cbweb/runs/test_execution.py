@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE, run_execute, run_queue
+from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE, platform_queue, run_execute, run_queue
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.services import run_cancel
@@ -96,7 +96,7 @@ def test_a_run_for_a_platform_goes_to_that_platforms_queue(
     from cbweb.platforms.services import platform_register
 
     info = fingerprint()
-    platform = platform_register(fingerprint=info, queue=f"cb.{info['id']}")
+    platform = platform_register(fingerprint=info, queue=platform_queue(info["id"]))
     run = make_run(make_workflow(alice), alice)
     Run.objects.filter(pk=run.pk).update(platform=platform)
     assert run_queue(run.pk) == f"cb.{info['id']}"
