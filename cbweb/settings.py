@@ -217,7 +217,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CB_RUN_EXECUTOR = env.str("CB_RUN_EXECUTOR", default="celery" if CELERY_BROKER_URL else "local")
 if CB_RUN_EXECUTOR not in ("celery", "local"):
     raise environ.ImproperlyConfigured(f"CB_RUN_EXECUTOR={CB_RUN_EXECUTOR!r}: use 'celery' or 'local'")
-# Time limits of one run (workers/limits.py): the soft limit, after which the engine stops the run
+# With the "celery" executor, the web side hands a run over through this one callable,
+# send(run_id=..., queue=...), named by dotted path because cbweb imports no worker module
+# (cbweb/runs/dispatch.py says why). Not an environment variable: no deployment needs another.
+CB_RUN_SENDER = "workers.tasks.run_send"
+# Time limits of one run (cbweb/runs/limits.py): the soft limit, after which the engine stops the run
 # gracefully and marks it failed, is a per-node allowance (model load) plus a per-request allowance,
 # capped at CB_RUN_TIME_LIMIT_S; the hard limit, after which the worker kills what the engine
 # started, is the soft one plus CB_RUN_HARD_LIMIT_GRACE_S.

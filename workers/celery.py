@@ -1,6 +1,7 @@
 """The Celery app of ConsumerBench (``celery -A workers worker``) and its queues.
 
-Configured from cbweb.settings (every ``CELERY_*`` setting: JSON only, acks late, prefetch 1).
+The one home of the Celery configuration: configured from cbweb.settings (every ``CELERY_*``
+setting: JSON only, acks late, prefetch 1).
 Queues, so that a run reaches a worker that can execute it:
 
 - ``consumerbench``: runs launched for no platform in particular; every worker listens.
@@ -9,6 +10,8 @@ Queues, so that a run reaches a worker that can execute it:
   has that fingerprint listens (two identical GPUs, or two identical hosts, share the work).
 - ``cb.<platform id>.gpu<N>`` (``.cpu``): the worker's own queue, named after its platform and GPU.
 
+The queue names have one home, the run's queue choice (``cbweb.runs.execution``, which the web side
+calls); which of them a worker listens on is decided here (``worker_queues``).
 A worker works out its queues itself when it starts (``celeryd_after_setup``), so a bare
 ``celery -A workers worker`` listens where runs for its machine are sent, as ``consumerbench worker``
 does; then it registers its platform and starts its heartbeat (workers/heartbeat.py). Asked to stop
@@ -24,12 +27,11 @@ from typing import Any
 from celery import Celery
 from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown, worker_shutting_down
 
+from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE, platform_queue
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
 
 log = logging.getLogger(__name__)
-
-DEFAULT_QUEUE = "consumerbench"
-GPU_QUEUE = "consumerbench.gpu"
 
 app = Celery("consumerbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -38,15 +40,10 @@ app.conf.update(
     task_default_queue=DEFAULT_QUEUE,
     # One run at a time, executed in the worker's main process: the engine starts one process per
     # application, which prefork's daemonic children may not do. The solo pool cannot enforce
-    # Celery's time limits, so workers/limits.py enforces a soft and a hard limit per run instead.
+    # Celery's time limits, so cbweb/runs/limits.py enforces a soft and a hard limit per run instead.
     worker_pool="solo",
     worker_concurrency=1,
 )
-
-
-def platform_queue(platform_id: str) -> str:
-    """Return the queue of one platform (any worker on a machine with this fingerprint id)."""
-    return f"cb.{platform_id}"
 
 
 def worker_queues(fingerprint: dict[str, Any]) -> list[str]:
@@ -78,7 +75,7 @@ def _start_heartbeat(sender: Any, **kwargs: Any) -> None:
 @worker_shutting_down.connect
 def _stop_the_run(sender: Any, **kwargs: Any) -> None:
     # Called in the signal handler: only set a flag; the run's cancel callable reads it.
-    from workers.tasks import WORKER_SHUTDOWN
+    from cbweb.runs.execution import WORKER_SHUTDOWN
 
     WORKER_SHUTDOWN.set()
 

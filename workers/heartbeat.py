@@ -22,7 +22,7 @@ class WorkerHeartbeat:
     _current: ClassVar[WorkerHeartbeat | None] = None
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
-        from workers.celery import platform_queue
+        from cbweb.runs.execution import platform_queue
 
         self.fingerprint = fingerprint
         self.queue = platform_queue(str(fingerprint["id"]))

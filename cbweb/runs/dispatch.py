@@ -1,5 +1,16 @@
 """Handing queued runs to an executor: Celery (a broker is configured) or a local background thread.
 
+cbweb imports no worker module, not even inside a function (import-linter forbids it): the web side
+hands a run to the Celery workers through ONE small interface, the sender that
+``settings.CB_RUN_SENDER`` names by dotted path (``workers.tasks.run_send``), called as
+``send(run_id=..., queue=...)`` with the queue ``cbweb.runs.execution.run_queue`` chose. Why a named
+sender rather than ``send_task("workers.execute_run")`` on a Celery app of cbweb's own: the Celery app
+and its configuration keep one home (``workers/celery.py``), which a web-side app would duplicate
+(and ``celery.current_app`` is a default app with the wrong broker unless ``workers.celery`` was
+imported first); the task's name, its retry options and the broker stay the workers' business; the
+web side owns only its decisions (when, and to which queue). The dependency is configuration, as
+Django's ``EMAIL_BACKEND`` is, and is loaded only when ``CB_RUN_EXECUTOR`` is ``celery``.
+
 The local executor is the zero-setup default (``make demo``, the dev server): one daemon thread per
 web process executes runs one at a time, like a worker with concurrency 1, and a second one sweeps
 (``cbweb/runs/sweeper.py``). It claims runs with the same atomic ``run_claim`` as Celery workers, so
@@ -17,6 +28,7 @@ import threading
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
+from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +36,10 @@ log = logging.getLogger(__name__)
 def run_dispatch(run_id: int) -> None:
     """Hand a queued run to the configured executor now; raises when the broker cannot take it."""
     if settings.CB_RUN_EXECUTOR == "celery":
-        from workers.tasks import run_send
+        from cbweb.runs.execution import run_queue
 
-        run_send(run_id)
+        send = import_string(settings.CB_RUN_SENDER)
+        send(run_id=run_id, queue=run_queue(run_id))
     else:
         LocalExecutor.instance().submit(run_id)
 
@@ -122,7 +135,7 @@ class LocalExecutor:
             executor.sweeping.join(timeout)
 
     def _loop(self) -> None:
-        from workers.tasks import run_execute
+        from cbweb.runs.execution import run_execute
 
         while True:
             run_id = self.queue.get()

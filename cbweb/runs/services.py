@@ -2,7 +2,7 @@
 
 queued --claim--> running --finish--> succeeded | failed | cancelled
 queued --cancel--> cancelled            running --fail--> failed
-Workers (``workers/tasks.py``) call ``run_claim``, ``run_progress``, ``run_store_telemetry``,
+Run execution (``cbweb/runs/execution.py``) calls ``run_claim``, ``run_progress``, ``run_store_telemetry``,
 ``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``;
 the sweeper (``cbweb/runs/sweeper.py``) calls ``run_reap`` (running runs whose worker is lost -> failed)
 and ``run_take_for_dispatch`` (queued runs with no message on the broker -> sent again).

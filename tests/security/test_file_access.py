@@ -15,10 +15,10 @@ from django.test import Client
 
 from benchmarks.files import default_model_dirs
 from benchmarks.spec import load_yaml, to_dict
+from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
 from cbweb.runs.services import run_spec_fields
 from cbweb.workflows.models import Workflow, WorkflowVersion
-from workers.tasks import run_execute
 
 ROOT = Path(__file__).parents[2]
 AUDIO = ROOT / "benchmarks" / "data" / "audio" / "clip-1.flac"

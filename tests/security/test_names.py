@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
 from cbweb.runs.services import run_spec_fields
 from cbweb.workflows.models import Workflow, WorkflowVersion
-from workers.tasks import run_execute
 
 RULE = (
     "is not an identifier: use letters, digits, '_' and '-', starting with a letter or digit, "

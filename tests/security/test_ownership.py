@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from workers.tasks import run_execute
+from cbweb.runs.execution import run_execute
 
 SHARED = "nap:\n  type: Sleep\n  sleep_time: 0.01\n  num_requests: 2\n  slo: ['e2e<1s']\n"
 

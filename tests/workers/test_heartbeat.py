@@ -9,10 +9,10 @@ from django.utils import timezone
 
 from benchmarks.platform import fingerprint
 from cbweb.platforms.selectors import platform_live
+from cbweb.runs.execution import platform_queue
 from cbweb.runs.models import Run, TelemetryChunk
 from cbweb.runs.services import run_claim, run_reap, run_store_telemetry
 from cbweb.runs.telemetry import ChunkWrite
-from workers.celery import platform_queue
 from workers.heartbeat import WorkerHeartbeat
 
 

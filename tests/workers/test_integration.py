@@ -26,11 +26,11 @@ from django.db import connection
 
 from cbweb.platforms.models import Platform
 from cbweb.platforms.selectors import platform_live
+from cbweb.runs.execution import DEFAULT_QUEUE, SHUTDOWN_REASON, platform_queue, run_queue
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
 from tests.cbweb.conftest import celery_broker
 from tests.conftest import REDIS_URL
-from workers.celery import DEFAULT_QUEUE, platform_queue
-from workers.tasks import SHUTDOWN_REASON, execute_run, run_queue
+from workers.tasks import execute_run
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
 from cbweb.runs.services import run_claim
-from workers.tasks import run_execute
 
 
 def test_post_run_answers_201_with_id_url_and_status(api: Any, alice: Any, make_workflow: Any) -> None:

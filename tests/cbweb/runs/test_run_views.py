@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
-from workers.tasks import run_execute
 
 SLO_YAML = """\
 chat:

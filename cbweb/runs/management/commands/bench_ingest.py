@@ -23,6 +23,7 @@ from django.db import connection
 
 from benchmarks.monitor.sampler import BATCH_S
 from benchmarks.table import text_table
+from cbweb.runs.execution import LIVE_CHUNK_SAMPLES, TELEMETRY_FLUSH_S
 from cbweb.runs.management.commands.bench_result_page import METRICS, WORKFLOW
 from cbweb.runs.models import Run, TelemetryChunk
 from cbweb.runs.services import run_spec_fields, run_store_telemetry
@@ -30,7 +31,6 @@ from cbweb.runs.telemetry import TelemetryBuffer
 from cbweb.workflows.models import Workflow
 from cbweb.workflows.selectors import version_latest
 from cbweb.workflows.services import workflow_create
-from workers.tasks import LIVE_CHUNK_SAMPLES, TELEMETRY_FLUSH_S
 
 GOAL_SAMPLES_S = 100_000
 

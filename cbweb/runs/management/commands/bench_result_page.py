@@ -19,12 +19,12 @@ from django.db import connection, transaction
 from django.test import Client, override_settings
 
 from benchmarks.table import text_table
+from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run, TelemetryChunk
 from cbweb.runs.services import run_create, run_refresh_telemetry_overview, run_store_telemetry
 from cbweb.runs.telemetry import TelemetryBuffer
 from cbweb.workflows.selectors import version_latest
 from cbweb.workflows.services import workflow_create
-from workers.tasks import run_execute
 
 GOAL_MS = 300.0
 WORKFLOW = "bench:\n  type: Sleep\n  sleep_time: 0.01\n  num_requests: 20\n  slo: ['e2e<=1s']\n"

@@ -11,10 +11,10 @@ from typing import Any
 from django.db import transaction
 
 from benchmarks.spec import load_yaml
+from cbweb.runs.execution import run_execute
+from cbweb.runs.limits import HardLimit, run_time_limits
 from cbweb.runs.models import RequestResult, Run
 from cbweb.runs.services import run_claim
-from workers.limits import HardLimit, run_time_limits
-from workers.tasks import run_execute
 
 TWO_NODES = """\
 a:
