@@ -25,12 +25,14 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.faults]
 
@@ -50,16 +52,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait(condition: Callable[[], Any], message: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(message)
 
 
 def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
@@ -146,7 +138,7 @@ class Redis:
              "--appendonly", "no", "--dir", str(self.folder)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        _wait(self.up, "redis-server did not start", timeout=20)
+        wait_until(self.up, "redis-server did not start", timeout=20)
 
     def up(self) -> bool:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
@@ -209,13 +201,13 @@ class Stack:
              "--workers", "2", "--timeout", "60"],
         )  # fmt: skip
         self.spawn("sweeper", [sys.executable, "manage.py", "sweep_runs"])
-        _wait(lambda: self.get("/api/v1/runs/", raw=True) or web.poll() is not None, "no web server")
+        wait_until(lambda: self.get("/api/v1/runs/", raw=True) or web.poll() is not None, "no web server")
         assert web.poll() is None, (self.folder / "web.log").read_text()[-3000:]
 
     def start_worker(self, name: str) -> subprocess.Popen[bytes]:
         process, log = self.spawn(name, [str(BIN / "consumerbench"), "worker", "--name", f"{name}@%h"])
         self.workers[name] = (process, log)
-        _wait(
+        wait_until(
             lambda: " ready." in log.read_text(errors="replace") or process.poll() is not None,
             f"worker {name} did not start",
             timeout=90,
@@ -282,7 +274,7 @@ class Stack:
                         ended[run_id] = run
             return len(ended) == len(run_ids)
 
-        _wait(
+        wait_until(
             all_ended,
             f"runs still not ended: {[(i, self.status(i)) for i in run_ids if i not in ended]}",
             timeout,
@@ -353,8 +345,8 @@ def test_a_worker_killed_mid_run_while_alone_has_its_run_failed_by_the_sweeper_a
 ) -> None:
     victim = deployment.start_worker("w-victim")
     run_id = deployment.submit(SILENT)
-    _wait(lambda: deployment.status(run_id) == "running", "the run did not start")
-    apps = _wait(lambda: _applications(victim), "the engine started no application process")
+    wait_until(lambda: deployment.status(run_id) == "running", "the run did not start")
+    apps = wait_until(lambda: _applications(victim), "the engine started no application process")
     time.sleep(1.0)  # inside its 60 s request: it writes nothing to its runner until then
 
     victim.send_signal(signal.SIGKILL)
@@ -376,7 +368,7 @@ def test_a_worker_killed_mid_run_while_alone_has_its_run_failed_by_the_sweeper_a
     # A worker started afterwards, even handed the run's message again, does not run it twice.
     deployment.start_worker("w-after")
     _send_duplicate(deployment, run_id)
-    _wait(
+    wait_until(
         lambda: "skipped" in (deployment.folder / "w-after.log").read_text(), "the duplicate was not handled"
     )
     assert deployment.status(run_id) == "failed"
@@ -397,7 +389,7 @@ def test_redis_restarted_with_runs_queued_and_one_running_every_run_ends_and_non
 ) -> None:
     deployment.start_worker("w-redis")
     running = deployment.submit(LONG)
-    _wait(lambda: deployment.status(running) == "running", "the first run did not start")
+    wait_until(lambda: deployment.status(running) == "running", "the first run did not start")
     queued = [deployment.submit(SHORT, name=f"queued-{i}") for i in range(3)]
     assert all(deployment.status(q) == "queued" for q in queued)
 
@@ -421,7 +413,7 @@ def test_postgres_down_with_a_run_running_and_runs_queued_loses_nothing_and_fail
 ) -> None:
     deployment.start_worker("w-pg-1")
     running = deployment.submit(LONG)
-    _wait(
+    wait_until(
         lambda: (
             (deployment.run(running).get("progress") or {}).get("nodes", {}).get("long", {}).get("done", 0)
             >= 5

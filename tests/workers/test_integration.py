@@ -30,6 +30,7 @@ from cbweb.runs.execution import DEFAULT_QUEUE, SHUTDOWN_REASON, platform_queue,
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
 from tests.cbweb.conftest import celery_broker
 from tests.conftest import REDIS_URL
+from tests.waiting import wait_until
 from workers.tasks import execute_run
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(transaction=True)]
@@ -118,7 +119,7 @@ def start_worker(broker: None, tmp_path: Path) -> Iterator[Callable[[str], Worke
             )
         worker = Worker(name, log, process)
         started.append(worker)
-        _wait(
+        wait_until(
             lambda: (
                 any(s in worker.output() for s in (" ready.", "sweeping runs every"))
                 or process.poll() is not None
@@ -147,15 +148,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _wait(condition: Callable[[], Any], message: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(message)
-
-
 def _submit(api: Any, yaml_text: str) -> dict[str, Any]:
     created = api.post("/api/v1/workflows/", {"name": "worker-test", "yaml": yaml_text}, format="json")
     assert created.status_code == 201, created.content
@@ -171,7 +163,7 @@ def test_a_worker_registers_its_platform_pinned_and_listening_on_its_queues(
     start_worker: Callable[[str], Worker],
 ) -> None:
     worker = start_worker("pin")
-    _wait(lambda: platform_live().exists(), "the worker registered no live platform")
+    wait_until(lambda: platform_live().exists(), "the worker registered no live platform")
     platform = Platform.objects.get()
     assert platform.queue == platform_queue(platform.fingerprint_id)
     assert platform.info["cpu_threads"] >= 1 and "libraries" in platform.info
@@ -186,7 +178,9 @@ def test_a_worker_registers_its_platform_pinned_and_listening_on_its_queues(
     assert {DEFAULT_QUEUE, platform.queue, f"{platform.queue}.cpu"} <= set(listened)
     # The heartbeat keeps it live.
     seen = platform.last_seen_at
-    _wait(lambda: Platform.objects.get().last_seen_at > seen, "no heartbeat after registration", timeout=10)
+    wait_until(
+        lambda: Platform.objects.get().last_seen_at > seen, "no heartbeat after registration", timeout=10
+    )
 
 
 def test_a_run_submitted_through_the_api_goes_queued_running_succeeded_with_telemetry(
@@ -202,7 +196,7 @@ def test_a_run_submitted_through_the_api_goes_queued_running_succeeded_with_tele
             statuses.append(status)
         return status in ("succeeded", "failed", "cancelled")
 
-    _wait(finished, "the run did not finish", timeout=120)
+    wait_until(finished, "the run did not finish", timeout=120)
     run = Run.objects.get(pk=submitted["id"])
     assert statuses == ["queued", "running", "succeeded"], run.error
     assert run.worker == f"api@{os.uname().nodename}:{worker.pid}"
@@ -218,12 +212,12 @@ def test_cancel_through_the_api_stops_a_running_run_within_seconds_and_keeps_par
 ) -> None:
     start_worker("cancel")
     run_id = _submit(api, SLOW)["id"]
-    _wait(
+    wait_until(
         lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
     )
     asked = time.monotonic()
     assert api.post(f"/api/v1/runs/{run_id}/cancel/").status_code == 200
-    _wait(lambda: Run.objects.get(pk=run_id).status != "running", "the run did not stop", timeout=30)
+    wait_until(lambda: Run.objects.get(pk=run_id).status != "running", "the run did not stop", timeout=30)
     assert time.monotonic() - asked < 10
     run = Run.objects.get(pk=run_id)
     assert run.status == "cancelled", run.error
@@ -235,7 +229,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_by_the_sweeper_with_its_d
 ) -> None:
     victim = start_worker("victim")
     run_id = _submit(api, SLOW)["id"]
-    _wait(
+    wait_until(
         lambda: (
             Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3
             and TelemetryChunk.objects.filter(run_id=run_id).exists()
@@ -251,7 +245,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_by_the_sweeper_with_its_d
 
     # The sweeper, outside the workers, fails the run although no worker is left.
     start_worker("sweeper")
-    _wait(lambda: Run.objects.get(pk=run_id).status != "running", "the sweeper did not act", timeout=60)
+    wait_until(lambda: Run.objects.get(pk=run_id).status != "running", "the sweeper did not act", timeout=60)
     run = Run.objects.get(pk=run_id)
     assert run.status == "failed"
     assert run.error.startswith("worker lost: victim@"), run.error
@@ -271,7 +265,7 @@ def test_a_worker_asked_to_stop_mid_run_stores_the_run_failed_with_its_partial_d
 ) -> None:
     worker = start_worker("stopping")
     run_id = _submit(api, SLOW)["id"]
-    _wait(
+    wait_until(
         lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
     )
     asked = time.monotonic()
@@ -292,13 +286,15 @@ def test_the_same_run_delivered_twice_is_executed_once(
     # (a broker redelivery) goes out at once, so both idle workers may take one each.
     run = make_run(make_workflow(alice, yaml_text=SHORT), alice)
     execute_run.apply_async(args=[run.pk], queue=run_queue(run.pk))
-    _wait(lambda: Run.objects.get(pk=run.pk).is_finished, "the run did not finish", timeout=120)
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, "the run did not finish", timeout=120)
 
     def returned(value: str) -> int:
         pattern = rf"Task workers\.execute_run\[[^\]]+\] succeeded in [0-9.e-]+s: '{value}'"
         return sum(len(re.findall(pattern, w.output())) for w in (first, second))
 
-    _wait(lambda: returned("succeeded") + returned("skipped") == 2, "two deliveries were not both handled")
+    wait_until(
+        lambda: returned("succeeded") + returned("skipped") == 2, "two deliveries were not both handled"
+    )
     assert (returned("succeeded"), returned("skipped")) == (1, 1)
     assert Run.objects.get(pk=run.pk).status == "succeeded"
     assert ApplicationResult.objects.filter(run=run).count() == 1

@@ -12,6 +12,7 @@ from cbweb.runs.execution import DEFAULT_QUEUE, GPU_QUEUE, platform_queue, run_e
 from cbweb.runs.models import ApplicationResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.services import run_cancel
+from tests.waiting import wait_until
 
 SLOW = "slow:\n  type: Sleep\n  sleep_time: 0.1\n  num_requests: 200\n"
 FAILING = "boom:\n  type: Synthetic\n  num_requests: 3\n  fail_at_request: 1\n"
@@ -67,26 +68,17 @@ def test_cancel_stops_a_running_run_within_seconds_and_keeps_partial_data(
     # Committed for real: run_create hands the run to the local executor, as in `make demo`.
     settings.CB_RUN_EXECUTOR = "local"
     run = make_run(make_workflow(alice, yaml_text=SLOW), alice)
-    _wait(
+    wait_until(
         lambda: Run.objects.get(pk=run.pk).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
     )
     cancelled_at = time.monotonic()
     run_cancel(run=Run.objects.get(pk=run.pk), user=alice)
-    _wait(lambda: Run.objects.get(pk=run.pk).is_finished, "the run did not stop")
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, "the run did not stop")
     assert time.monotonic() - cancelled_at < 10
     run.refresh_from_db()
     assert run.status == "cancelled"
     done = RequestResult.objects.filter(application__run=run, status="ok").count()
     assert 3 <= done < 200
-
-
-def _wait(condition: Any, message: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(message)
 
 
 def test_a_run_for_a_platform_goes_to_that_platforms_queue(
