@@ -62,7 +62,9 @@ class ListApi(APIView):
 
 class WorkflowInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    yaml = serializers.CharField(required=False, trim_whitespace=False, max_length=engine_spec.MAX_FILE_BYTES)
+    # No length of its own: the request body (BoundedJSONParser) and the workflow's bytes (the loader)
+    # are both held to CB_MAX_SPEC_BYTES, read when the request comes.
+    yaml = serializers.CharField(required=False, trim_whitespace=False)
     spec = serializers.JSONField(required=False, help_text="the workflow as a mapping (native or task-list)")
     description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
 

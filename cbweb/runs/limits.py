@@ -19,6 +19,8 @@ from typing import Any
 
 import psutil
 
+from benchmarks.spec import requests_per_run
+
 log = logging.getLogger(__name__)
 
 
@@ -31,14 +33,16 @@ class RunTimeLimits:
 def run_time_limits(workflow: Any) -> RunTimeLimits:
     """Return the limits of a run of ``workflow``: grows with its nodes and requests, capped by a setting.
 
-    soft = CB_RUN_TIME_PER_NODE_S x nodes + CB_RUN_TIME_PER_REQUEST_S x requests (warm-up included),
-    at most CB_RUN_TIME_LIMIT_S; hard = soft + CB_RUN_HARD_LIMIT_GRACE_S.
+    soft = CB_RUN_TIME_PER_NODE_S x nodes + CB_RUN_TIME_PER_REQUEST_S x requests (the engine's count,
+    ``requests_per_run``: warm-up included, times each unit's concurrent sessions), at most
+    CB_RUN_TIME_LIMIT_S; hard = soft + CB_RUN_HARD_LIMIT_GRACE_S.
     """
     from django.conf import settings
 
-    units = [workflow.unit_of(name) for name in workflow.nodes]
-    requests = sum(u.num_requests + u.warmup_requests for u in units)
-    soft = settings.CB_RUN_TIME_PER_NODE_S * len(units) + settings.CB_RUN_TIME_PER_REQUEST_S * requests
+    requests = sum(requests_per_run(workflow).values())
+    soft = (
+        settings.CB_RUN_TIME_PER_NODE_S * len(workflow.nodes) + settings.CB_RUN_TIME_PER_REQUEST_S * requests
+    )
     soft = min(soft, settings.CB_RUN_TIME_LIMIT_S)
     return RunTimeLimits(soft_s=soft, hard_s=soft + settings.CB_RUN_HARD_LIMIT_GRACE_S)
 

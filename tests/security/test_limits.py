@@ -229,3 +229,12 @@ def test_the_web_editor_shows_the_request_limit_next_to_the_field(alice: Any) ->
     assert "200,000 requests" in field_errors and "limit of 100,000" in field_errors, page.context[
         "formset"
     ].errors
+
+
+def test_the_yaml_field_follows_the_deployments_size_limit(api: Any, settings: Any) -> None:
+    padded = "a: {type: Sleep}\n#" + "x" * 1_200_000 + "\n"
+    refused = api.post("/api/v1/workflows/validate/", {"yaml": padded}, format="json")
+    assert refused.status_code == 400 and "limit" in refused.json()["message"] + str(refused.json()["errors"])
+    settings.CB_MAX_SPEC_BYTES = 2 * 1024 * 1024
+    accepted = api.post("/api/v1/workflows/validate/", {"yaml": padded}, format="json")
+    assert accepted.status_code == 200, accepted.json()

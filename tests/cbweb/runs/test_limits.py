@@ -42,6 +42,14 @@ def test_limits_grow_with_nodes_and_requests_and_are_capped(settings: Any) -> No
     assert run_time_limits(load_yaml(TWO_NODES)).soft_s == 60.0
 
 
+def test_each_concurrent_session_counts_its_requests(settings: Any) -> None:
+    settings.CB_RUN_TIME_PER_NODE_S = 100.0
+    settings.CB_RUN_TIME_PER_REQUEST_S = 10.0
+    settings.CB_RUN_TIME_LIMIT_S = 10_000.0
+    sessions = load_yaml("a: {type: Sleep, num_requests: 4, warmup_requests: 1, concurrency: 3}\n")
+    assert run_time_limits(sessions).soft_s == 100 + (4 + 1) * 3 * 10
+
+
 def test_a_run_longer_than_its_soft_limit_is_stopped_by_the_engine_with_its_partial_data(
     alice: Any, make_workflow: Any, make_run: Any, settings: Any
 ) -> None:
