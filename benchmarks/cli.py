@@ -30,7 +30,6 @@ from benchmarks.spec import (
     SpecError,
     Workflow,
     WorkflowValidationError,
-    format_path,
     load_file,
 )
 from benchmarks.table import text_table
@@ -148,9 +147,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         files = files_policy(args)
         try:
             workflow = load_file(path)
-            problems = [SpecError(format_path(loc), None, m) for loc, m in files.workflow_problems(workflow)]
+            problems = [SpecError(loc, None, m) for loc, m in files.workflow_problems(workflow)]
             if args.check_files and not problems:
-                problems = [SpecError("", None, p) for p in preflight(workflow, files)]
+                problems = [SpecError((), None, p) for p in preflight(workflow, files)]
         except WorkflowValidationError as exc:
             problems = exc.errors
         report[str(path)] = [p.to_dict() for p in problems]

@@ -102,13 +102,25 @@ DEVICES = ("auto", "gpu", "cpu")
 # --------------------------------------------------------------------------------------------------
 
 
+Path_ = tuple[str | int, ...]
+
+
 @dataclass(frozen=True)
 class SpecError:
-    """One problem in a workflow input: where (YAML path, line) and what, as a plain sentence."""
+    """One problem in a workflow input: where (YAML path as a tuple of keys and indexes, line) and what.
 
-    path: str
+    ``loc`` is the structured path (``("workflows", "outline", "depend_on", 1)``, ``()`` for the whole
+    input); ``path`` renders it as text (``workflows.outline.depend_on[1]``) for people and JSON.
+    """
+
+    loc: Path_
     line: int | None
     message: str
+
+    @property
+    def path(self) -> str:
+        """The location as text, e.g. ``workflows.outline.depend_on[1]`` (empty for the whole input)."""
+        return format_path(self.loc)
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""
@@ -133,8 +145,6 @@ class WorkflowValidationError(ValueError):
         """Return the errors as a list of ``{path, line, message}`` dicts."""
         return [e.to_dict() for e in self.errors]
 
-
-Path_ = tuple[str | int, ...]
 
 
 def format_path(path: Path_) -> str:
@@ -165,7 +175,7 @@ class _Collector:
             path = path[:-1]
 
     def add(self, path: Path_, message: str) -> None:
-        self.errors.append(SpecError(format_path(path), self.line_of(path), message))
+        self.errors.append(SpecError(path, self.line_of(path), message))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -381,7 +391,7 @@ class _YamlWalker:
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
                 self.errors.errors.append(
-                    SpecError(format_path(path), line, "mapping keys must be plain strings")
+                    SpecError(path, line, "mapping keys must be plain strings")
                 )
                 continue
             key = self.constructor.construct_object(key_node)
@@ -389,7 +399,7 @@ class _YamlWalker:
                 key = str(key)
             if key in out:
                 self.errors.errors.append(
-                    SpecError(format_path((*path, key)), line, f"duplicate key '{key}'")
+                    SpecError((*path, key), line, f"duplicate key '{key}'")
                 )
                 continue
             self.lines[(*path, key)] = line
@@ -444,25 +454,25 @@ def parse_yaml_text(
     try:
         node = yaml.compose(text, Loader=_bounded_loader(limits.max_depth))
     except _Abort as exc:
-        raise WorkflowValidationError([SpecError("", None, str(exc))], source) from None
+        raise WorkflowValidationError([SpecError((), None, str(exc))], source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise WorkflowValidationError([SpecError("", line, f"not valid YAML: {problem}")], source) from None
+        raise WorkflowValidationError([SpecError((), line, f"not valid YAML: {problem}")], source) from None
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise WorkflowValidationError([SpecError("", None, f"not valid YAML: {exc}")], source) from None
+        raise WorkflowValidationError([SpecError((), None, f"not valid YAML: {exc}")], source) from None
     if node is None:
-        raise WorkflowValidationError([SpecError("", None, "the file is empty")], source)
+        raise WorkflowValidationError([SpecError((), None, "the file is empty")], source)
     walker = _YamlWalker(errors, limits)
     try:
         value = walker.walk(node, ())
     except _Abort as exc:
-        raise WorkflowValidationError([SpecError("", None, str(exc))], source) from None
+        raise WorkflowValidationError([SpecError((), None, str(exc))], source) from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        raise WorkflowValidationError([SpecError("", line, f"not valid YAML: {exc}")], source) from None
+        raise WorkflowValidationError([SpecError((), line, f"not valid YAML: {exc}")], source) from None
     if errors.errors:
         raise WorkflowValidationError(errors.errors, source)
     return value, walker.lines
@@ -481,17 +491,17 @@ def load_file(path: str | Path, name: str | None = None, limits: Limits | None =
         size = path.stat().st_size
         if size > max_bytes:
             raise WorkflowValidationError(
-                [SpecError("", None, f"the file is {size} bytes, over the limit of {max_bytes} bytes")],
+                [SpecError((), None, f"the file is {size} bytes, over the limit of {max_bytes} bytes")],
                 str(path),
             )
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise WorkflowValidationError(
-            [SpecError("", None, "the file is not UTF-8 text")], str(path)
+            [SpecError((), None, "the file is not UTF-8 text")], str(path)
         ) from None
     except OSError as exc:
         raise WorkflowValidationError(
-            [SpecError("", None, f"cannot read the file: {exc.strerror}")], str(path)
+            [SpecError((), None, f"cannot read the file: {exc.strerror}")], str(path)
         ) from None
     return load_yaml(text, name=name or path.stem, source=str(path), limits=limits)
 

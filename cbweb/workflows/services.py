@@ -24,7 +24,7 @@ def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None)
         raise engine_spec.WorkflowValidationError(
             [
                 engine_spec.SpecError(
-                    "", None, "give the workflow either as 'yaml' text or as a 'spec' mapping"
+                    (), None, "give the workflow either as 'yaml' text or as a 'spec' mapping"
                 )
             ]
         )
@@ -53,7 +53,7 @@ def workflow_check_files(*, workflow: engine_spec.Workflow, lines: dict[Any, int
     if problems:
         raise engine_spec.WorkflowValidationError(
             [
-                engine_spec.SpecError(engine_spec.format_path(loc), (lines or {}).get(loc), message)
+                engine_spec.SpecError(loc, (lines or {}).get(loc), message)
                 for loc, message in problems
             ]
         )
