@@ -17,6 +17,7 @@ from benchmarks.schedulers import SCHEDULERS
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.pagination import StrictLimitOffsetPagination
 from cbweb.platforms import selectors as platform_selectors
+from cbweb.runs import dispatch as run_dispatch
 from cbweb.runs import selectors as run_selectors
 from cbweb.runs import services as run_services
 from cbweb.runs.models import Run
@@ -338,7 +339,7 @@ class RunListApi(ListApi):
         else:
             version = workflow_selectors.version_latest(workflow=workflow)
         platform = platform_selectors.platform_get(pk=v["platform"]) if v.get("platform") else None
-        runs = run_services.run_create(
+        runs = run_dispatch.run_launch(
             version=version,
             user=request.user,
             scheduler=v.get("scheduler"),

@@ -25,12 +25,41 @@ import os
 import queue
 import socket
 import threading
+from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils.module_loading import import_string
 
+from cbweb.platforms.models import Platform
+from cbweb.runs import services
+from cbweb.runs.models import Run
+from cbweb.workflows.models import WorkflowVersion
+
 log = logging.getLogger(__name__)
+
+
+@transaction.atomic
+def run_launch(
+    *,
+    version: WorkflowVersion,
+    user: Any,
+    scheduler: str | None = None,
+    platform: Platform | None = None,
+    repeats: int = 1,
+) -> list[Run]:
+    """Queue ``repeats`` runs of a workflow version (``services.run_create``) and hand each to its
+    executor once the transaction commits; return the runs.
+
+    Raises django ValidationError naming the field (scheduler, repeats) when the request is impossible.
+    """
+    runs = services.run_create(
+        version=version, user=user, scheduler=scheduler, platform=platform, repeats=repeats
+    )
+    for run in runs:
+        # Enqueue only once the rows are visible to the worker; the request never waits for a run.
+        transaction.on_commit(lambda run_id=run.pk: run_enqueue(run_id))
+    return runs
 
 
 def run_dispatch(run_id: int) -> None:
@@ -50,8 +79,6 @@ def run_enqueue(run_id: int) -> None:
     With the broker down the run stays queued, not marked as sent, and the sweeper sends it once the
     broker is back: the submitter gets their run (201), not an error for a row that was committed.
     """
-    from cbweb.runs.services import run_mark_dispatched
-
     try:
         run_dispatch(run_id)
     except Exception as exc:
@@ -63,7 +90,7 @@ def run_enqueue(run_id: int) -> None:
         )
         return
     try:
-        run_mark_dispatched(run_id=run_id)
+        services.run_mark_dispatched(run_id=run_id)
     except DatabaseError:
         # Sent but not marked: the sweeper sends it once more, which the claim makes harmless.
         log.warning("run %s: sent, but its dispatch time was not stored", run_id)
@@ -87,7 +114,6 @@ class LocalExecutor:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        from cbweb.runs.models import Run
         from cbweb.runs.sweeper import RunSweeper
 
         self.queue: queue.Queue[int | None] = queue.Queue()

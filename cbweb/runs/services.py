@@ -3,7 +3,8 @@
 queued --claim--> running --finish--> succeeded | failed | cancelled
 queued --cancel--> cancelled            running --fail--> failed
 Run execution (``cbweb/runs/execution.py``) calls ``run_claim``, ``run_progress``, ``run_store_telemetry``,
-``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_create`` and ``run_cancel``;
+``run_finish`` and ``run_fail`` with ids only; pages and the API call ``run_cancel``, and launch runs
+with ``cbweb.runs.dispatch.run_launch`` (``run_create``, then each run handed to its executor);
 the sweeper (``cbweb/runs/sweeper.py``) calls ``run_reap`` (running runs whose worker is lost -> failed)
 and ``run_take_for_dispatch`` (queued runs with no message on the broker -> sent again).
 """
@@ -79,12 +80,12 @@ def run_create(
     platform: Platform | None = None,
     repeats: int = 1,
 ) -> list[Run]:
-    """Queue ``repeats`` runs of a workflow version; return them. Execution starts after the commit.
+    """Create ``repeats`` queued runs of a workflow version; return them. Nothing is sent to an executor:
+    ``cbweb.runs.dispatch.run_launch`` does that once the rows are committed (this module imports no
+    executor, so that dispatch, execution and the sweeper can import it).
 
     Raises django ValidationError naming the field (scheduler, repeats) when the request is impossible.
     """
-    from cbweb.runs.dispatch import run_enqueue
-
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
     if version.workflow.archived:
@@ -115,9 +116,6 @@ def run_create(
         )
         for i in range(1, repeats + 1)
     ]
-    for run in runs:
-        # Enqueue only once the rows are visible to the worker; the request never waits for a run.
-        transaction.on_commit(lambda run_id=run.pk: run_enqueue(run_id))
     return runs
 
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from cbweb.permissions import can_edit, readable
-from cbweb.runs import selectors, services
+from cbweb.runs import dispatch, selectors, services
 from cbweb.runs.forms import RunLaunchForm
 from cbweb.runs.models import Run
 from cbweb.workflows import selectors as workflow_selectors
@@ -44,7 +44,7 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
     form = RunLaunchForm(request.POST or None, workflow=workflow, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            runs = services.run_create(
+            runs = dispatch.run_launch(
                 version=form.cleaned_data["version"],
                 user=request.user,
                 scheduler=form.cleaned_data["scheduler"],

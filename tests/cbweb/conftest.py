@@ -144,12 +144,13 @@ def make_workflow(db: Any) -> Any:
 
 @pytest.fixture
 def make_run(db: Any) -> Any:
-    """Queue a run (not executed: on_commit callbacks do not fire inside a test transaction)."""
-    from cbweb.runs.services import run_create
+    """Launch a run as a page does (not executed: on_commit callbacks do not fire inside a test
+    transaction; a ``transaction=True`` test hands it to the executor)."""
+    from cbweb.runs.dispatch import run_launch
     from cbweb.workflows.selectors import version_latest
 
     def make(workflow: Any, user: Any, scheduler: str = "greedy", repeats: int = 1) -> Any:
-        runs = run_create(
+        runs = run_launch(
             version=version_latest(workflow=workflow), user=user, scheduler=scheduler, repeats=repeats
         )
         return runs[0] if repeats == 1 else runs

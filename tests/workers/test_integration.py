@@ -282,7 +282,7 @@ def test_the_same_run_delivered_twice_is_executed_once(
     start_worker: Callable[[str], Worker], make_workflow: Any, make_run: Any, alice: Any
 ) -> None:
     first, second = start_worker("one"), start_worker("two")
-    # run_create sends the run once when its transaction commits; a second copy of the message
+    # run_launch sends the run once when its transaction commits; a second copy of the message
     # (a broker redelivery) goes out at once, so both idle workers may take one each.
     run = make_run(make_workflow(alice, yaml_text=SHORT), alice)
     execute_run.apply_async(args=[run.pk], queue=run_queue(run.pk))

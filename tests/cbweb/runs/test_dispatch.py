@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from cbweb.runs.dispatch import LocalExecutor, run_enqueue, start_local_executor
+from cbweb.runs.dispatch import LocalExecutor, run_enqueue, run_launch, start_local_executor
 from cbweb.runs.models import Run
+from cbweb.workflows.selectors import version_latest
 from tests.cbweb.conftest import celery_broker
 
 
@@ -26,12 +27,23 @@ def broker_down(settings: Any) -> Iterator[None]:
         yield
 
 
+def test_launch_sends_each_run_only_after_the_commit(
+    alice: Any, make_workflow: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    version = version_latest(workflow=make_workflow(alice))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        runs = run_launch(version=version, user=alice, repeats=2)
+        assert [r.status for r in runs] == ["queued", "queued"]
+    assert len(callbacks) == 2
+    assert Run.objects.filter(dispatched_at__isnull=True).count() == 2
+
+
 def test_a_run_the_broker_cannot_take_stays_queued_unsent_without_an_error_within_seconds(
     broker_down: None, alice: Any, make_workflow: Any, make_run: Any
 ) -> None:
     run = make_run(make_workflow(alice), alice)
     started = time.monotonic()
-    run_enqueue(run.pk)  # what the commit of run_create calls
+    run_enqueue(run.pk)  # what the commit of run_launch calls
     assert time.monotonic() - started < 5
     run.refresh_from_db()
     assert run.status == "queued" and run.dispatched_at is None

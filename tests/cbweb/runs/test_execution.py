@@ -65,7 +65,7 @@ def test_a_run_that_cannot_start_here_is_failed_with_the_preflight_message(
 def test_cancel_stops_a_running_run_within_seconds_and_keeps_partial_data(
     alice: Any, make_workflow: Any, make_run: Any, settings: Any
 ) -> None:
-    # Committed for real: run_create hands the run to the local executor, as in `make demo`.
+    # Committed for real: run_launch hands the run to the local executor, as in `make demo`.
     settings.CB_RUN_EXECUTOR = "local"
     run = make_run(make_workflow(alice, yaml_text=SLOW), alice)
     wait_until(

@@ -103,13 +103,14 @@ def test_create_queues_one_run_per_repeat_in_one_batch(alice: Any, make_workflow
     }
 
 
-def test_create_enqueues_only_after_commit(
+def test_create_hands_nothing_to_an_executor(
     alice: Any, make_workflow: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
+    # Sending is cbweb.runs.dispatch.run_launch's job (tests/cbweb/runs/test_dispatch.py).
     version = version_latest(workflow=make_workflow(alice))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run_create(version=version, user=alice, repeats=2)
-    assert len(callbacks) == 2
+    assert callbacks == []
 
 
 def test_create_rejects_an_unknown_scheduler_and_bad_repeats(alice: Any, make_workflow: Any) -> None:
