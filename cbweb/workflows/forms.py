@@ -1,48 +1,68 @@
-"""The form-based DAG editor: a workflow form plus one card per node, built from the engine's registries.
+"""The form-based DAG editor's forms: a workflow form plus one card per node, derived from the spec model.
 
-Type-specific fields come from each ``AppType.options`` pydantic model, so a new application type
-appears in the editor without web changes. The forms only collect values: ``editor_to_dict`` turns
-them into the mapping ``benchmarks.spec.from_dict`` validates, and ``attach_errors`` puts each engine
-error next to the field its path names.
+Every field comes from the engine: the workflow form from ``Workflow``'s fields, a card from
+``Node``'s, ``Application``'s and ``Arrival``'s, and the type-specific fields from each
+``AppType.options`` model (so a new application type, option or arrival kind appears in the editor
+without web changes). Literal types become choices, ``ge``/``le`` bounds become min/max, descriptions
+become help text. The forms only collect values: ``cbweb.workflows.editor`` maps them to the spec and
+the engine's errors back to them.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 import types
 from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from annotated_types import Ge, Gt, Le, Lt
+from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from django import forms
+from django.forms.utils import pretty_name
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from benchmarks import spec as engine_spec
 from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppType
 from benchmarks.schedulers import SCHEDULERS
+from cbweb.workflows.models import Workflow
 
-NO_SLO = "none"
-ARRIVAL_KINDS = ("closed", "fixed", "poisson", "trace")
-# Card fields that map one-to-one to common unit keys of the spec.
-UNIT_FIELDS = (
-    "model",
-    "client_model",
-    "num_requests",
-    "device",
-    "mps",
-    "priority",
-    "warmup_requests",
-    "seed",
-    "dataset",
-    "concurrency",
+PREFIX = "cards"
+# Application fields a card shows its own way: the unit's name is the card's "uses", its type a choice
+# from the registry, its SLOs one line of text, its arrival and options fields of their own models.
+CARD_SPECIAL = ("name", "type", "slo", "arrival", "options")
+# Fields whose blank value means the application type's default (AppType.default_model, ...).
+TYPE_DEFAULTS = tuple(
+    f.name.removeprefix("default_") for f in dataclasses.fields(AppType) if f.name.startswith("default_")
 )
+# Labels and help the model's field names and descriptions do not say well enough on a page.
+LABELS = {
+    "mps": "MPS share (%)",
+    "arrival_kind": "Arrival",
+    "arrival_rate": "Rate (req/s)",
+    "arrival_think_time_s": "Think time (s)",
+    "arrival_seed": "Arrival seed",
+    "arrival_trace": "Trace file",
+}
+HELP = {
+    "scheduler": "the default; a run may choose another",
+    "start_together": "applications that start at the same point of the DAG begin their requests "
+    "together, once all of them have loaded",
+    "background": "runs alongside its dependents; stopped when the foreground finishes",
+}
 
 
 def option_field_name(type_name: str, key: str) -> str:
+    """Return the card field name of option ``key`` of application type ``type_name``."""
     return f"opt_{type_name}_{key}"
+
+
+def arrival_field_name(key: str) -> str:
+    """Return the card field name of ``Arrival`` field ``key``."""
+    return f"arrival_{key}"
 
 
 def _unwrap_optional(annotation: Any) -> Any:
@@ -53,18 +73,20 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
-def _bounds(metadata: list[Any]) -> dict[str, Any]:
+def _limits(metadata: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for m in metadata:
         if isinstance(m, Ge | Gt):
             out["min_value"] = m.ge if isinstance(m, Ge) else m.gt
         elif isinstance(m, Le | Lt):
             out["max_value"] = m.le if isinstance(m, Le) else m.lt
+        elif isinstance(m, MaxLen):
+            out["max_length"] = m.max_length
     return out
 
 
 class YamlValueField(forms.CharField):
-    """A list or mapping option, typed as YAML (``[a, b]``, ``{k: v}``)."""
+    """A list or mapping value, typed as YAML (``[a, b]``, ``{k: v}``)."""
 
     widget = forms.Textarea(attrs={"rows": 2})
 
@@ -83,21 +105,37 @@ class YamlValueField(forms.CharField):
         return value
 
 
-def option_form_field(key: str, info: Any) -> forms.Field:
-    """Return the form field for one option of an application type (every option may stay blank)."""
+def model_form_field(
+    key: str,
+    info: FieldInfo,
+    *,
+    name: str | None = None,
+    help_text: str | None = None,
+    blank_label: str = "(default)",
+) -> forms.Field:
+    """Return the form field for pydantic field ``key`` (``name``: the form's name for it).
+
+    Literal -> a choice (with a blank choice only when the default is not one of the values), bool ->
+    a checkbox, int/float -> a number with the field's bounds, str -> text with its maximum length,
+    anything else (lists, mappings) -> YAML. The description is the help text, the default the
+    initial value; a blank field means the default.
+    """
+    name = name or key
     annotation = _unwrap_optional(info.annotation)
     default = None if info.default is PydanticUndefined else info.default
+    limits = _limits(info.metadata)
     common: dict[str, Any] = {
-        "label": key,
-        "help_text": info.description or "",
+        "label": LABELS.get(name, pretty_name(key) if name == key else key),
+        "help_text": help_text or info.description or HELP.get(name, ""),
         "required": False,
         "initial": default,
     }
     if get_origin(annotation) is Literal:
         values = get_args(annotation)
         lookup = {str(v): v for v in values}
+        blank = [] if default in values else [("", blank_label)]
         return forms.TypedChoiceField(
-            choices=[("", "(default)")] + [(str(v), str(v)) for v in values],
+            choices=blank + [(str(v), str(v)) for v in values],
             coerce=lambda s: lookup[s],
             empty_value=None,
             **common,
@@ -105,89 +143,102 @@ def option_form_field(key: str, info: Any) -> forms.Field:
     if annotation is bool:
         return forms.BooleanField(**common)
     if annotation is int:
-        return forms.IntegerField(**common, **_bounds(info.metadata))
+        return forms.IntegerField(**common, **_number(limits))
     if annotation is float:
-        return forms.FloatField(**common, **_bounds(info.metadata))
+        return forms.FloatField(**common, **_number(limits))
     if annotation is str:
-        return forms.CharField(**common)
+        return forms.CharField(**common, max_length=limits.get("max_length"))
     return YamlValueField(**common)
 
 
-def _option_fields(app: AppType) -> dict[str, forms.Field]:
+def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
+
+
+def _fields_of(model: type[BaseModel], skip: tuple[str, ...] = ()) -> dict[str, FieldInfo]:
+    return {k: info for k, info in model.model_fields.items() if k not in skip}
+
+
+def unit_fields() -> dict[str, forms.Field]:
+    """Return a card's fields for the unit's common keys and its arrival, in the model's order."""
+    out: dict[str, forms.Field] = {}
+    for key, info in engine_spec.Application.model_fields.items():
+        if key == "slo":
+            out["slo"] = forms.CharField(
+                label="SLO",
+                required=False,
+                help_text="comma-separated, e.g. 'ttft<1s, tpot<=250ms'; blank = the type's default; "
+                "'none' = no SLO",
+            )
+        elif key == "arrival":
+            for sub, sub_info in engine_spec.Arrival.model_fields.items():
+                out[arrival_field_name(sub)] = model_form_field(sub, sub_info, name=arrival_field_name(sub))
+        elif key not in CARD_SPECIAL:
+            defaulted = key in TYPE_DEFAULTS
+            out[key] = model_form_field(
+                key,
+                info,
+                help_text="blank = the type's default" if defaulted and not info.description else None,
+                blank_label="(type default)" if defaulted else "(default)",
+            )
+    return out
+
+
+def option_fields(app: AppType) -> dict[str, forms.Field]:
+    """Return the card fields of one application type's options (``opt_<type>_<key>``)."""
     return {
-        option_field_name(app.name, k): option_form_field(k, info)
+        option_field_name(app.name, k): model_form_field(k, info, name=option_field_name(app.name, k))
         for k, info in app.options.model_fields.items()
     }
 
 
 class WorkflowMetaForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    scheduler = forms.ChoiceField(choices=[], help_text="the default; a run may choose another")
-    repeat = forms.IntegerField(min_value=1, initial=1)
-    seed = forms.IntegerField(initial=0)
-    start_together = forms.BooleanField(
-        required=False,
-        help_text="applications that start at the same point of the DAG begin their requests together, "
-        "once all of them have loaded",
-    )
+    """The workflow's own fields (``Workflow`` without its units and nodes); only the name is required."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["scheduler"].choices = [(n, n) for n in SCHEDULERS]
+        for key, info in _fields_of(engine_spec.Workflow, skip=("applications", "nodes")).items():
+            self.fields[key] = model_form_field(key, info)
+        # The stored record's name column bounds the name (the engine's model does not).
+        self.fields["name"] = forms.CharField(max_length=Workflow._meta.get_field("name").max_length)
+        self.fields["description"].widget = forms.Textarea(attrs={"rows": 2})
+        self.fields["scheduler"] = forms.ChoiceField(
+            choices=[(n, n) for n in SCHEDULERS],
+            initial=engine_spec.Workflow.model_fields["scheduler"].default,
+            help_text=HELP["scheduler"],
+        )
 
 
 class ApplicationCardForm(forms.Form):
-    node = forms.CharField(label="Name", max_length=100, help_text="the node's name in the DAG")
-    uses = forms.CharField(
-        label="Unit",
-        max_length=100,
-        required=False,
-        help_text="application unit name; blank = the node's name (cards naming one unit share its settings)",
-    )
-    type = forms.ChoiceField(choices=[])
-    model = forms.CharField(required=False, max_length=500, help_text="blank = the type's default model")
-    client_model = forms.CharField(required=False, max_length=500)
-    num_requests = forms.IntegerField(min_value=1, required=False, help_text="blank = the type's default")
-    device = forms.ChoiceField(choices=[(d, d) for d in engine_spec.DEVICES], initial="auto")
-    mps = forms.IntegerField(min_value=0, max_value=100, required=False, label="MPS share (%)")
-    priority = forms.ChoiceField(
-        choices=[("", "(type default)")] + [(p, p) for p in engine_spec.PRIORITIES], required=False
-    )
-    slo = forms.CharField(
-        label="SLO",
-        required=False,
-        max_length=500,
-        help_text="comma-separated, e.g. 'ttft<1s, tpot<=250ms'; blank = the type's default; 'none' = no SLO",
-    )
-    warmup_requests = forms.IntegerField(min_value=0, initial=0, required=False)
-    arrival = forms.ChoiceField(choices=[(k, k) for k in ARRIVAL_KINDS], initial="closed")
-    arrival_rate = forms.FloatField(required=False, min_value=0, label="rate (req/s)")
-    think_time_s = forms.FloatField(required=False, min_value=0, label="think time (s)")
-    arrival_seed = forms.IntegerField(required=False)
-    arrival_trace = forms.CharField(required=False, max_length=500, label="trace file")
-    seed = forms.IntegerField(required=False)
-    dataset = forms.CharField(required=False, max_length=500)
-    concurrency = forms.IntegerField(
-        min_value=1,
-        max_value=64,
-        initial=1,
-        required=False,
-        help_text="concurrent sessions (users) of the app",
-    )
-    depend_on = forms.MultipleChoiceField(
-        required=False, choices=[], widget=forms.SelectMultiple(attrs={"size": 3})
-    )
-    background = forms.BooleanField(
-        required=False, help_text="runs alongside its dependents; stopped when the foreground finishes"
-    )
+    """One node of the DAG with the unit it runs: node and unit names, the unit's keys, its arrival,
+    the options of every type (the page shows those of the chosen type), dependencies, background."""
 
     def __init__(self, *args: Any, node_choices: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["type"].choices = [(name, name) for name in APP_TYPES]
-        self.fields["depend_on"].choices = [(n, n) for n in node_choices or []]
+        node = engine_spec.Node.model_fields
+        unit_name = engine_spec.Application.model_fields["name"]
+        self.fields["node"] = forms.CharField(
+            label="Name", help_text="the node's name in the DAG", **_strings(node["name"])
+        )
+        self.fields["uses"] = forms.CharField(
+            label="Unit",
+            required=False,
+            help_text="application unit name; blank = the node's name "
+            "(cards naming one unit share its settings)",
+            **_strings(unit_name),
+        )
+        self.fields["type"] = forms.ChoiceField(choices=[(name, name) for name in APP_TYPES])
+        common = unit_fields()
+        self.unit_field_names = list(common)
+        self.fields.update(common)
+        self.fields["depend_on"] = forms.MultipleChoiceField(
+            required=False,
+            choices=[(n, n) for n in node_choices or []],
+            widget=forms.SelectMultiple(attrs={"size": 3}),
+        )
+        self.fields["background"] = model_form_field("background", node["background"])
         for app in APP_TYPES.values():
-            self.fields.update(_option_fields(app))
+            self.fields.update(option_fields(app))
 
     def option_groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """Return ``(type name, bound option fields)`` for every application type."""
@@ -197,14 +248,17 @@ class ApplicationCardForm(forms.Form):
         ]
 
     def common_fields(self) -> list[forms.BoundField]:
-        skip = {"node", "uses", "type", "depend_on", "background", "DELETE"}
-        return [bf for bf in self if not bf.name.startswith("opt_") and bf.name not in skip]
+        """Return the bound fields of the unit's common keys and arrival (every type has them)."""
+        return [self[name] for name in self.unit_field_names]
+
+
+def _strings(info: FieldInfo) -> dict[str, Any]:
+    return {"max_length": _limits(info.metadata).get("max_length")}
 
 
 CardFormSet = forms.formset_factory(
     ApplicationCardForm, extra=0, can_delete=True, min_num=1, validate_min=True
 )
-PREFIX = "cards"
 
 
 def node_names_in(data: Mapping[str, Any]) -> list[str]:
@@ -230,20 +284,14 @@ def build_editor(
     cards = cards_initial or [default_card(1)]
     names = [c["node"] for c in cards if c.get("node")]
     return (
-        WorkflowMetaForm(initial=meta_initial or {"scheduler": "greedy", "repeat": 1, "seed": 0}),
+        WorkflowMetaForm(initial=meta_initial),
         CardFormSet(initial=cards, prefix=PREFIX, form_kwargs={"node_choices": names}),
     )
 
 
 def default_card(n: int) -> dict[str, Any]:
-    """Return the initial values of a new card (the option fields carry their types' defaults)."""
-    return {
-        "node": f"app{n}",
-        "type": next(iter(APP_TYPES)),
-        "device": "auto",
-        "arrival": "closed",
-        "warmup_requests": 0,
-    }
+    """Return the initial values of a new card (every other field carries its model's default)."""
+    return {"node": f"app{n}", "type": next(iter(APP_TYPES))}
 
 
 def cards_from_bound(formset: Any) -> list[dict[str, Any]]:
@@ -256,196 +304,6 @@ def cards_from_bound(formset: Any) -> list[dict[str, Any]]:
     return out
 
 
-# --------------------------------------------------------------------------------------------------
-# Forms -> spec mapping
-# --------------------------------------------------------------------------------------------------
-
-
-def _slo_list(text: str) -> list[str] | None:
-    text = (text or "").strip()
-    if not text:
-        return None
-    if text.lower() == NO_SLO:
-        return []
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def card_unit(card: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the spec mapping of one card's application unit (blank fields take the type's defaults)."""
-    type_name = card["type"]
-    unit: dict[str, Any] = {"type": type_name}
-    for key in UNIT_FIELDS:
-        value = card.get(key)
-        if value not in (None, ""):
-            unit[key] = value
-    slo = _slo_list(card.get("slo") or "")
-    if slo is not None:
-        unit["slo"] = slo
-    kind = card.get("arrival") or "closed"
-    arrival: dict[str, Any] = {"kind": kind}
-    for field, key in (
-        ("arrival_rate", "rate"),
-        ("think_time_s", "think_time_s"),
-        ("arrival_seed", "seed"),
-        ("arrival_trace", "trace"),
-    ):
-        if card.get(field) not in (None, ""):
-            arrival[key] = card[field]
-    if arrival != {"kind": "closed"}:
-        unit["arrival"] = arrival
-    app = APP_TYPES.get(type_name)
-    if app is not None:
-        for key in app.options.model_fields:
-            value = card.get(option_field_name(type_name, key))
-            if value not in (None, ""):
-                unit[key] = value
-    return unit
-
-
-def editor_to_dict(
-    meta: Mapping[str, Any], cards: list[Mapping[str, Any]]
-) -> tuple[dict[str, Any], list[str]]:
-    """Return the native spec mapping of the editor's cleaned data, and the problems found in joining
-    cards (two cards giving one unit different settings). The engine validates the rest.
-    """
-    data: dict[str, Any] = {}
-    for key in ("name", "description", "scheduler", "repeat", "seed"):
-        if meta.get(key) not in (None, ""):
-            data[key] = meta[key]
-    if meta.get("start_together"):
-        data["start_together"] = True
-    problems: list[str] = []
-    nodes: dict[str, Any] = {}
-    for card in cards:
-        unit_name = (card.get("uses") or "").strip() or card["node"]
-        unit = card_unit(card)
-        if unit_name in engine_spec.RESERVED_KEYS:
-            problems.append(f"'{unit_name}' is a reserved name; name the card differently")
-            continue
-        if unit_name in data and data[unit_name] != unit:
-            problems.append(
-                f"cards using unit '{unit_name}' give it different settings; make them equal or rename one"
-            )
-        data.setdefault(unit_name, unit)
-        node: dict[str, Any] = {"uses": unit_name}
-        if card.get("depend_on"):
-            node["depend_on"] = list(card["depend_on"])
-        if card.get("background"):
-            node["background"] = True
-        nodes[card["node"]] = node
-    data["workflows"] = nodes
-    return data, problems
-
-
-def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Return the editor's initial values (workflow form, cards) for an engine workflow."""
-    meta = {
-        "name": workflow.name,
-        "description": workflow.description,
-        "scheduler": workflow.scheduler,
-        "repeat": workflow.repeat,
-        "seed": workflow.seed,
-        "start_together": workflow.start_together,
-    }
-    cards = []
-    for node in workflow.nodes.values():
-        unit = workflow.applications[node.uses]
-        app = unit.app_type
-        slo_text = ", ".join(str(s) for s in unit.slo)
-        card: dict[str, Any] = {
-            "node": node.name,
-            "uses": "" if node.uses == node.name else node.uses,
-            "type": unit.type,
-            "model": unit.model or "",
-            "client_model": unit.client_model or "",
-            "num_requests": unit.num_requests,
-            "device": unit.device,
-            "mps": unit.mps,
-            "priority": unit.priority,
-            "slo": slo_text or (NO_SLO if app.default_slo else ""),
-            "warmup_requests": unit.warmup_requests,
-            "arrival": unit.arrival.kind,
-            "arrival_rate": unit.arrival.rate,
-            "think_time_s": unit.arrival.think_time_s or None,
-            "arrival_seed": unit.arrival.seed,
-            "arrival_trace": unit.arrival.trace or "",
-            "seed": unit.seed,
-            "dataset": unit.dataset or "",
-            "concurrency": unit.concurrency,
-            "depend_on": list(node.depend_on),
-            "background": node.background,
-        }
-        for key, value in unit.options.model_dump(mode="json").items():
-            card[option_field_name(unit.type, key)] = value
-        cards.append(card)
-    return meta, cards
-
-
-# --------------------------------------------------------------------------------------------------
-# Engine errors -> fields
-# --------------------------------------------------------------------------------------------------
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\[\d+\]|[A-Za-z0-9_\-]+')
-
-
-def split_path(path: str) -> list[str | int]:
-    """Invert ``benchmarks.spec.format_path``: ``workflows."my node".depend_on[1]`` -> parts."""
-    parts: list[str | int] = []
-    for token in _TOKEN.findall(path or ""):
-        if token.startswith("["):
-            parts.append(int(token[1:-1]))
-        elif token.startswith('"'):
-            parts.append(json.loads(token))
-        else:
-            parts.append(token)
-    return parts
-
-
-def _card_field(
-    form: ApplicationCardForm, unit_type: str, key: str | int | None, rest: list[Any]
-) -> str | None:
-    if key is None or not isinstance(key, str):
-        return None
-    if key == "arrival":
-        sub = rest[0] if rest else None
-        return {
-            "rate": "arrival_rate",
-            "think_time_s": "think_time_s",
-            "seed": "arrival_seed",
-            "trace": "arrival_trace",
-        }.get(sub, "arrival")
-    if key == "server_model":
-        return "model"
-    if key in form.fields and not key.startswith("opt_"):
-        return key
-    option = option_field_name(unit_type, key)
-    return option if option in form.fields else None
-
-
-def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[engine_spec.SpecError]) -> list[str]:
-    """Add each engine error to the field it concerns; return those that concern no single field."""
-    cards = [f for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
-    by_node = {f.cleaned_data["node"]: f for f in cards}
-    by_unit: dict[str, list[ApplicationCardForm]] = {}
-    for f in cards:
-        by_unit.setdefault((f.cleaned_data.get("uses") or "").strip() or f.cleaned_data["node"], []).append(f)
-    general = []
-    for error in errors:
-        parts = split_path(error.path)
-        text = error.message
-        head = parts[0] if parts else None
-        if head in ("name", "description", "scheduler", "repeat", "seed") and len(parts) == 1:
-            meta.add_error(str(head), text)
-        elif head == "workflows" and len(parts) >= 2 and parts[1] in by_node:
-            form = by_node[str(parts[1])]
-            field = parts[2] if len(parts) > 2 else None
-            form.add_error(field if field in ("depend_on", "uses", "background") else None, text)
-        elif isinstance(head, str) and head in by_unit:
-            for form in by_unit[head]:
-                field = _card_field(
-                    form, form.cleaned_data["type"], parts[1] if len(parts) > 1 else None, parts[2:]
-                )
-                form.add_error(field, text)
-        else:
-            general.append(str(error))
-    return general
+def live_cards(formset: Any) -> list[ApplicationCardForm]:
+    """Return the valid cards of a bound formset that are not marked for deletion."""
+    return [f for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]

@@ -163,7 +163,8 @@ def test_the_editor_import_and_save_refuse_a_path_outside(alice: Any, data_dir: 
     assert imported.status_code == 400
     assert imported.context["import_errors"][0]["message"] == f"{OUTSIDE}: field 'arrival.trace' of unit 's'"
 
-    from cbweb.workflows.forms import build_editor, workflow_to_editor
+    from cbweb.workflows.editor import workflow_to_editor
+    from cbweb.workflows.forms import build_editor
     from tests.cbweb.workflows.test_editor import post_data
 
     meta_initial, cards = workflow_to_editor(load_yaml(text))

@@ -10,8 +10,9 @@ from django.test import Client
 
 from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppOptions, AppType
-from benchmarks.spec import format_path, load_yaml
-from cbweb.workflows.forms import build_editor, split_path, workflow_to_editor
+from benchmarks.spec import load_yaml
+from cbweb.workflows.editor import workflow_to_editor
+from cbweb.workflows.forms import build_editor
 from cbweb.workflows.models import Workflow
 from cbweb.workflows.selectors import version_latest, version_workflow
 
@@ -205,11 +206,6 @@ def test_editing_someone_elses_workflow_is_forbidden(bob: Any, alice: Any, make_
     client.force_login(bob)
     assert client.get(f"/workflows/{workflow.pk}/edit/").status_code == 403
     assert Client().get(f"/workflows/{workflow.pk}/edit/").status_code == 302
-
-
-@pytest.mark.parametrize("path", ["a.b", 'workflows."my node".depend_on[1]', "x[0][2]", '"a.b"'])
-def test_split_path_inverts_the_engines_format_path(path: str) -> None:
-    assert format_path(tuple(split_path(path))) == path
 
 
 def test_an_uploaded_yaml_file_is_imported_into_the_editor(browser: Client) -> None:
