@@ -56,16 +56,14 @@ def _given(value: Any) -> bool:
     return value not in (None, "")
 
 
-def card_unit(card: Mapping[str, Any], unit_fields: list[str]) -> dict[str, Any]:
-    """Return the spec mapping of one card's application unit (blank fields take the defaults).
-
-    ``unit_fields``: the card's fields named after the unit's keys (``ApplicationCardForm.unit_field_names``).
-    """
+def card_unit(form: ApplicationCardForm) -> dict[str, Any]:
+    """Return the spec mapping of a valid card's application unit (blank fields take the defaults)."""
+    card = form.cleaned_data
     type_name = card["type"]
     unit: dict[str, Any] = {"type": type_name}
     arrival_fields = {arrival_field_name(k): k for k in engine_spec.Arrival.model_fields}
     arrival: dict[str, Any] = {}
-    for name in unit_fields:
+    for name in form.unit_field_names:
         value = card.get(name)
         if name in arrival_fields:
             if _given(value):
@@ -78,8 +76,7 @@ def card_unit(card: Mapping[str, Any], unit_fields: list[str]) -> dict[str, Any]
             unit[name] = value
     if arrival:
         unit["arrival"] = arrival
-    app = APP_TYPES.get(type_name)
-    for key in app.options.model_fields if app is not None else ():
+    for key in APP_TYPES[type_name].options.model_fields:
         value = card.get(option_field_name(type_name, key))
         if _given(value):
             unit[key] = value
@@ -98,7 +95,7 @@ def editor_to_dict(
     for form in cards:
         card = form.cleaned_data
         unit_name = _unit_name(card)
-        unit = card_unit(card, form.unit_field_names)
+        unit = card_unit(form)
         if unit_name in engine_spec.RESERVED_KEYS:
             problems.append(f"'{unit_name}' is a reserved name; name the card differently")
             continue
@@ -178,8 +175,9 @@ def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[engine_spec
         if head in meta.fields and not rest:
             meta.add_error(str(head), error.message)
         elif head == "workflows" and rest and rest[0] in by_node:
-            key = next((k for k in rest[1:2] if isinstance(k, str) and k in NODE_FIELDS), None)
-            by_node[str(rest[0])].add_error(key, error.message)
+            key = rest[1] if len(rest) > 1 else None
+            on = key if isinstance(key, str) and key in NODE_FIELDS else None
+            by_node[str(rest[0])].add_error(on, error.message)
         elif isinstance(head, str) and head in by_unit:
             for form in by_unit[head]:
                 form.add_error(_card_field(form, rest), error.message)

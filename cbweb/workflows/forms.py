@@ -205,6 +205,7 @@ class WorkflowMetaForm(forms.Form):
         self.fields["scheduler"] = forms.ChoiceField(
             choices=[(n, n) for n in SCHEDULERS],
             initial=engine_spec.Workflow.model_fields["scheduler"].default,
+            required=False,
             help_text=HELP["scheduler"],
         )
 

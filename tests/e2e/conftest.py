@@ -13,8 +13,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.conftest import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
@@ -86,6 +89,41 @@ def serve(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[LiveAp
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Any]:
+    """A headless Chromium tab (one per test module); JavaScript errors on its pages fail the module."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        context = browser.new_context(viewport={"width": 1400, "height": 2200})
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield tab
+        browser.close()
+        assert errors == [], f"JavaScript errors on the pages: {errors}"
+
+
+def log_in(page: Any, app: LiveApp) -> None:
+    """Log the e2e user in on ``page``."""
+    page.goto(f"{app.url}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/workflows/")
 
 
 @pytest.fixture(scope="session")

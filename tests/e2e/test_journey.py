@@ -4,17 +4,14 @@ Screenshots of the main pages go to test-artifacts/e2e/."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, PASSWORD, USER, LiveApp
+from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
 
 pytestmark = pytest.mark.browser
-CHROMIUM = os.environ.get("CB_CHROMIUM", "/usr/bin/chromium")
 RUN_TIMEOUT_MS = 90_000
 
 # Counts the pixels a chart drew (alpha > 0); an empty canvas has none.
@@ -26,31 +23,6 @@ PAINTED = """(id) => {
   for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
   return n;
 }"""
-
-
-@pytest.fixture(scope="module")
-def page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        context = browser.new_context(viewport={"width": 1400, "height": 2200})
-        tab = context.new_page()
-        errors: list[str] = []
-        tab.on("pageerror", lambda exc: errors.append(str(exc)))
-        yield tab
-        browser.close()
-        assert errors == [], f"JavaScript errors on the pages: {errors}"
 
 
 def _launch_and_wait(page: Any, live_app: LiveApp, workflow_url: str) -> str:
@@ -65,11 +37,7 @@ def _launch_and_wait(page: Any, live_app: LiveApp, workflow_url: str) -> str:
 
 
 def test_build_launch_watch_read_and_compare(page: Any, live_app: LiveApp) -> None:
-    page.goto(f"{live_app.url}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/workflows/")
+    log_in(page, live_app)
 
     # Build a two-application workflow in the editor.
     page.goto(f"{live_app.url}/workflows/new/")

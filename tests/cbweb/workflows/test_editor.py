@@ -10,8 +10,8 @@ from django.test import Client
 
 from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppOptions, AppType
-from benchmarks.spec import load_yaml
-from cbweb.workflows.editor import workflow_to_editor
+from benchmarks.spec import SpecError, load_yaml
+from cbweb.workflows.editor import attach_errors, workflow_to_editor
 from cbweb.workflows.forms import build_editor
 from cbweb.workflows.models import Workflow
 from cbweb.workflows.selectors import version_latest, version_workflow
@@ -206,6 +206,81 @@ def test_editing_someone_elses_workflow_is_forbidden(bob: Any, alice: Any, make_
     client.force_login(bob)
     assert client.get(f"/workflows/{workflow.pk}/edit/").status_code == 403
     assert Client().get(f"/workflows/{workflow.pk}/edit/").status_code == 302
+
+
+def test_engine_errors_go_to_the_field_their_loc_names() -> None:
+    meta, formset = build_editor(data=post_data(*editor_for(MIXED)))
+    assert meta.is_valid() and formset.is_valid()
+    general = attach_errors(
+        meta,
+        formset,
+        [
+            SpecError(("workflows", "again", "depend_on", 0), None, "on the dependencies"),
+            SpecError(("warm", "arrival", "rate"), None, "on the rate"),
+            SpecError(("load", "steps"), None, "on the option"),
+            SpecError(("repeat",), None, "on the workflow"),
+            SpecError(("warm",), 4, "on the whole card"),
+            SpecError(("workflows", "nobody"), 3, "on no card"),
+            SpecError((), None, "on the whole input"),
+        ],
+    )
+    warm, load, again = formset.forms
+    assert again.errors["depend_on"] == ["on the dependencies"]
+    # Both cards of unit 'warm' show the unit's errors.
+    assert warm.errors["arrival_rate"] == again.errors["arrival_rate"] == ["on the rate"]
+    assert load.errors["opt_Synthetic_steps"] == ["on the option"]
+    assert meta.errors["repeat"] == ["on the workflow"]
+    assert warm.non_field_errors() == ["on the whole card"]
+    assert general == ["line 3: workflows.nobody: on no card", "<top>: on the whole input"]
+
+
+def test_a_unit_whose_name_has_spaces_and_dots_gets_its_errors_on_its_card(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    data = post_data(meta, formset)
+    data["cards-0-uses"] = data["cards-2-uses"] = "Warm up (v1.2)"
+    data["cards-0-slo"] = data["cards-2-slo"] = "e2e<=banana"
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    cards = response.context["formset"].forms
+    assert "malformed SLO expression" in cards[0].errors["slo"][0]
+    assert "malformed SLO expression" in cards[2].errors["slo"][0]
+    assert response.context["general_errors"] == []
+
+
+def test_the_check_button_says_a_valid_workflow_is_valid(browser: Client) -> None:
+    checked = browser.post("/workflows/new/", post_data(*editor_for(MIXED), action="check"))
+    assert checked.status_code == 200
+    assert [str(m) for m in checked.context["messages"]] == ["the workflow is valid"]
+    assert not Workflow.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("changes", "fields"),
+    [
+        # Refused by the form field (the model's bound)...
+        ({"cards-0-arrival_rate": "-1"}, {"cards-0-arrival_rate"}),
+        # ... and by the engine.
+        (
+            {"cards-0-slo": "e2e<=banana", "cards-2-slo": "e2e<=banana", "cards-0-depend_on": ["again"]},
+            {"cards-0-slo", "cards-2-slo", "cards-2-depend_on"},
+        ),
+    ],
+)
+def test_the_check_button_and_the_live_preview_answer_the_same_errors(
+    browser: Client, changes: dict[str, Any], fields: set[str]
+) -> None:
+    data = {**post_data(*editor_for(MIXED), action="check"), **changes}
+    checked = browser.post("/workflows/new/", data)
+    previewed = browser.post("/workflows/preview/", data).json()
+    assert checked.status_code == 400
+    shown = {
+        (form.add_prefix(name), message)
+        for form in checked.context["formset"].forms
+        for name, messages in form.errors.items()
+        for message in messages
+    }
+    assert shown == {(e["field"], e["message"]) for e in previewed["errors"]}
+    assert {field for field, _ in shown} == fields
 
 
 def test_an_uploaded_yaml_file_is_imported_into_the_editor(browser: Client) -> None:
