@@ -20,7 +20,6 @@ import yaml
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from django import forms
 from django.forms.utils import pretty_name
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -110,10 +109,12 @@ def model_form_field(
     info: FieldInfo,
     *,
     name: str | None = None,
+    label: str | None = None,
     help_text: str | None = None,
     blank_label: str = "(default)",
 ) -> forms.Field:
-    """Return the form field for pydantic field ``key`` (``name``: the form's name for it).
+    """Return the form field for pydantic field ``key`` (``name``: the form's name for it, which
+    LABELS and HELP are keyed by; ``label``: default the key's pretty name).
 
     Literal -> a choice (with a blank choice only when the default is not one of the values), bool ->
     a checkbox, int/float -> a number with the field's bounds, str -> text with its maximum length,
@@ -125,7 +126,7 @@ def model_form_field(
     default = None if info.default is PydanticUndefined else info.default
     limits = _limits(info.metadata)
     common: dict[str, Any] = {
-        "label": LABELS.get(name, pretty_name(key) if name == key else key),
+        "label": LABELS.get(name) or label or pretty_name(key),
         "help_text": help_text or info.description or HELP.get(name, ""),
         "required": False,
         "initial": default,
@@ -153,10 +154,6 @@ def model_form_field(
 
 def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
-
-
-def _fields_of(model: type[BaseModel], skip: tuple[str, ...] = ()) -> dict[str, FieldInfo]:
-    return {k: info for k, info in model.model_fields.items() if k not in skip}
 
 
 def unit_fields() -> dict[str, forms.Field]:
@@ -187,7 +184,9 @@ def unit_fields() -> dict[str, forms.Field]:
 def option_fields(app: AppType) -> dict[str, forms.Field]:
     """Return the card fields of one application type's options (``opt_<type>_<key>``)."""
     return {
-        option_field_name(app.name, k): model_form_field(k, info, name=option_field_name(app.name, k))
+        option_field_name(app.name, k): model_form_field(
+            k, info, name=option_field_name(app.name, k), label=k
+        )
         for k, info in app.options.model_fields.items()
     }
 
@@ -197,8 +196,9 @@ class WorkflowMetaForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for key, info in _fields_of(engine_spec.Workflow, skip=("applications", "nodes")).items():
-            self.fields[key] = model_form_field(key, info)
+        for key, info in engine_spec.Workflow.model_fields.items():
+            if key not in ("applications", "nodes"):
+                self.fields[key] = model_form_field(key, info)
         # The stored record's name column bounds the name (the engine's model does not).
         self.fields["name"] = forms.CharField(max_length=Workflow._meta.get_field("name").max_length)
         self.fields["description"].widget = forms.Textarea(attrs={"rows": 2})
