@@ -9,9 +9,9 @@ renders and the preview answers as JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.files.uploadedfile import UploadedFile
 
@@ -34,6 +34,7 @@ from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow
 
 NO_SLO = "none"
+T = TypeVar("T")
 # The fields of a node (besides its name) that a card shows under the same names.
 NODE_FIELDS = ("uses", "depend_on", "background")
 
@@ -242,7 +243,7 @@ class EditorState:
         return {"svg": self.svg or "", "nodes": self.nodes, "errors": errors}
 
 
-def _engine(state: EditorState, call: Any) -> Any:
+def _engine(state: EditorState, call: Callable[[], T]) -> T | None:
     """Return ``call()``; on the engine's validation errors put them on the fields, return None."""
     try:
         return call()
