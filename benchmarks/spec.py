@@ -146,6 +146,7 @@ class WorkflowValidationError(ValueError):
         return [e.to_dict() for e in self.errors]
 
 
+
 def format_path(path: Path_) -> str:
     """Render a path like ``workflows.outline.depend_on[1]`` (keys with spaces or dots quoted)."""
     out = ""
@@ -389,13 +390,17 @@ class _YamlWalker:
                 continue
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
-                self.errors.errors.append(SpecError(path, line, "mapping keys must be plain strings"))
+                self.errors.errors.append(
+                    SpecError(path, line, "mapping keys must be plain strings")
+                )
                 continue
             key = self.constructor.construct_object(key_node)
             if not isinstance(key, str):
                 key = str(key)
             if key in out:
-                self.errors.errors.append(SpecError((*path, key), line, f"duplicate key '{key}'"))
+                self.errors.errors.append(
+                    SpecError((*path, key), line, f"duplicate key '{key}'")
+                )
                 continue
             self.lines[(*path, key)] = line
             out[key] = self.walk(value_node, (*path, key))

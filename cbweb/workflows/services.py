@@ -52,7 +52,10 @@ def workflow_check_files(*, workflow: engine_spec.Workflow, lines: dict[Any, int
     problems = file_policy().workflow_problems(workflow)
     if problems:
         raise engine_spec.WorkflowValidationError(
-            [engine_spec.SpecError(loc, (lines or {}).get(loc), message) for loc, message in problems]
+            [
+                engine_spec.SpecError(loc, (lines or {}).get(loc), message)
+                for loc, message in problems
+            ]
         )
 
 
