@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.models import ResolvedModel, build_random_whisper
+from benchmarks.models import ResolvedModel
+from benchmarks.models.random_whisper import build_random_whisper
 
 if TYPE_CHECKING:
     # Not at run time: see test_app_process_entry_does_not_load_numpy (llama.cpp's CUDA build).

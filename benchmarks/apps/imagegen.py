@@ -21,7 +21,8 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_fiel
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FilePolicy, bundle_path
-from benchmarks.models import ResolvedModel, build_random_pipeline, resolve
+from benchmarks.models import ResolvedModel, resolve
+from benchmarks.models.random_image import build_random_pipeline
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

@@ -25,7 +25,8 @@ from typing import Any
 
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.models import ResolvedModel, random_gguf
+from benchmarks.models import ResolvedModel
+from benchmarks.models.random_llama import random_gguf
 
 Messages = Sequence[dict[str, str]]
 StepGate = Callable[[str], AbstractContextManager[None]]
