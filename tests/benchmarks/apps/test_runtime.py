@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from benchmarks.apps.runtime import default_threads, setup_torch
-from benchmarks.apps.textgen import plain_transcript
 
 
 def test_setup_torch_sets_the_threads_asked_for_else_every_core_this_process_may_use():
@@ -23,8 +22,3 @@ def test_setup_torch_sets_the_threads_asked_for_else_every_core_this_process_may
 def test_device_gpu_on_a_torch_without_cuda_says_so():
     with pytest.raises(ValueError, match="device: gpu, but this torch build sees no CUDA device"):
         setup_torch(torch, "gpu", 1)
-
-
-def test_a_chat_without_template_becomes_a_plain_transcript_for_the_assistant():
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-    assert plain_transcript(messages) == "System: Be brief.\nUser: Hi\nAssistant:"
