@@ -32,7 +32,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from benchmarks.models import PACKAGED, RANDOM, cache_dir, package_dir
+from benchmarks.data import DATA_DIR
+from benchmarks.models.cache import cache_dir
+from benchmarks.models.catalogue import PACKAGED, RANDOM, package_dir
 
 FileKind = Literal["data", "model"]
 
@@ -45,7 +47,6 @@ AUDIO_MAX_BYTES = 512 * 1024 * 1024
 # many entries (a walk over a huge tree would stall the submit check).
 MAX_FOLDER_FILES = 10_000
 
-PACKAGED_DATA_DIR = Path(__file__).resolve().parent / "data"
 # Kernel and device file systems: never a data or model file, whatever the policy.
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
@@ -307,7 +308,7 @@ UNRESTRICTED = FilePolicy()
 
 def default_data_dirs() -> list[Path]:
     """Return the data folders a restricted policy allows by default: the packaged data folder."""
-    return [PACKAGED_DATA_DIR]
+    return [DATA_DIR]
 
 
 def default_model_dirs() -> list[Path]:

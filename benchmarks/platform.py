@@ -59,6 +59,20 @@ def visible_indices(count: int) -> list[int]:
     return [int(v) for v in wanted if v.isdigit() and int(v) < count]
 
 
+def visible_gpus(nvml: Any) -> list[tuple[int, Any, str]]:
+    """Return (NVML index, handle, name) of every GPU this process may use; ``nvml`` is initialised."""
+    out = []
+    for i in visible_indices(nvml.nvmlDeviceGetCount()):
+        handle = nvml.nvmlDeviceGetHandleByIndex(i)
+        out.append((i, handle, nvml_text(nvml.nvmlDeviceGetName(handle))))
+    return out
+
+
+def nvml_text(value: bytes | str) -> str:
+    """Return an NVML string (bytes in older nvidia-ml-py releases, str in newer ones) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 @cache
 def gpus() -> list[dict[str, Any]]:
     """Return the NVIDIA GPUs visible to this process (name, memory, driver, CUDA), or [] with none."""
@@ -71,22 +85,18 @@ def gpus() -> list[dict[str, Any]]:
     except pynvml.NVMLError:
         return []
     try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = nvml_text(pynvml.nvmlSystemGetDriverVersion())
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        out = []
-        for i in visible_indices(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(handle)
-            out.append(
-                {
-                    "index": i,
-                    "name": name.decode() if isinstance(name, bytes) else name,
-                    "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
-                    "driver": driver.decode() if isinstance(driver, bytes) else driver,
-                    "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
-                }
-            )
-        return out
+        return [
+            {
+                "index": i,
+                "name": name,
+                "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                "driver": driver,
+                "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            }
+            for i, handle, name in visible_gpus(pynvml)
+        ]
     finally:
         pynvml.nvmlShutdown()
 

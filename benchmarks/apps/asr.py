@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.models import ResolvedModel, build_random_whisper
+from benchmarks.apps.runtime import setup_torch
+from benchmarks.models import ResolvedModel
+from benchmarks.models.random_whisper import build_random_whisper
 
 if TYPE_CHECKING:
     # Not at run time: see test_app_process_entry_does_not_load_numpy (llama.cpp's CUDA build).
@@ -55,25 +57,28 @@ def model_formats(backend: str) -> tuple[Any, ...]:
     return ("ctranslate2",) if backend == "faster_whisper" else ("transformers",)
 
 
+@dataclass(frozen=True)
+class DecodeSettings:
+    """How a captions backend loads its model and decodes: the unit's options and the run's device."""
+
+    device: str
+    compute_type: str | None
+    threads: int
+    language: str | None
+    beam_size: int
+    max_new_tokens: int | None
+    seed: int
+
+
 class FasterWhisperBackend:
     """faster-whisper on a CTranslate2 folder, with word timestamps."""
 
     name = "faster_whisper"
 
-    def __init__(
-        self,
-        model: ResolvedModel,
-        *,
-        device: str,
-        compute_type: str | None,
-        threads: int,
-        language: str | None,
-        beam_size: int,
-        max_new_tokens: int | None,
-    ) -> None:
+    def __init__(self, model: ResolvedModel, settings: DecodeSettings) -> None:
         from faster_whisper import WhisperModel
 
-        gpu = device == "gpu"
+        gpu = settings.device == "gpu"
         if gpu:
             import ctranslate2
 
@@ -81,14 +86,15 @@ class FasterWhisperBackend:
                 raise ValueError(
                     "device: gpu, but this CTranslate2 build sees no CUDA device (a CPU-only build?)"
                 )
-        self.compute_type = compute_type or ("float16" if gpu else "int8")
-        self.threads = threads
-        self.language, self.beam_size, self.max_new_tokens = language, beam_size, max_new_tokens
+        self.compute_type = settings.compute_type or ("float16" if gpu else "int8")
+        self.threads = settings.threads
+        self.language, self.beam_size = settings.language, settings.beam_size
+        self.max_new_tokens = settings.max_new_tokens
         self.model: Any = WhisperModel(
             str(model.path or model.hub_id),
             device="cuda" if gpu else "cpu",
             compute_type=self.compute_type,
-            cpu_threads=threads,
+            cpu_threads=self.threads,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -138,29 +144,14 @@ class TransformersWhisperBackend:
 
     name = "transformers"
 
-    def __init__(
-        self,
-        model: ResolvedModel,
-        *,
-        device: str,
-        compute_type: str | None,
-        threads: int,
-        language: str | None,
-        beam_size: int,
-        max_new_tokens: int | None,
-        seed: int,
-    ) -> None:
+    def __init__(self, model: ResolvedModel, settings: DecodeSettings) -> None:
         # transformers warns on every generate about settings the Whisper generation config holds.
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         import torch
 
         self.torch = torch
-        torch.set_num_threads(threads)
-        self.threads = threads
-        self.device = "cuda" if device == "gpu" else "cpu"
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
-        self.dtype_name = compute_type or ("float16" if self.device == "cuda" else "float32")
+        self.device, self.threads = setup_torch(torch, settings.device, settings.threads)
+        self.dtype_name = settings.compute_type or ("float16" if self.device == "cuda" else "float32")
         if self.dtype_name not in TORCH_DTYPES:
             raise ValueError(
                 f"compute_type '{self.dtype_name}' is not one the transformers backend takes: "
@@ -170,7 +161,7 @@ class TransformersWhisperBackend:
         self.random = model.random is not None
         if model.random is not None:
             self.model, self.tokenizer, self.features = build_random_whisper(
-                model.random, seed, dtype, self.device
+                model.random, settings.seed, dtype, self.device
             )
         else:
             from transformers import AutoTokenizer, WhisperFeatureExtractor, WhisperForConditionalGeneration
@@ -182,9 +173,9 @@ class TransformersWhisperBackend:
             self.model = loaded.to(self.device).eval()
         config = self.model.generation_config
         self.multilingual = bool(getattr(config, "is_multilingual", True))
-        self.language = language if self.multilingual else None
-        self.beam_size = beam_size
-        self.max_new_tokens = max_new_tokens or (RANDOM_MAX_NEW_TOKENS if self.random else None)
+        self.language = settings.language if self.multilingual else None
+        self.beam_size = settings.beam_size
+        self.max_new_tokens = settings.max_new_tokens or (RANDOM_MAX_NEW_TOKENS if self.random else None)
         self.prev_sot = getattr(config, "prev_sot_token_id", None) or self.tokenizer.convert_tokens_to_ids(
             "<|startofprev|>"
         )
@@ -257,27 +248,8 @@ class TransformersWhisperBackend:
 Backend = FasterWhisperBackend | TransformersWhisperBackend
 
 
-def load_backend(
-    model: ResolvedModel,
-    *,
-    backend: str,
-    device: str,
-    compute_type: str | None,
-    threads: int,
-    language: str | None,
-    beam_size: int,
-    max_new_tokens: int | None,
-    seed: int,
-) -> Backend:
+def load_backend(model: ResolvedModel, backend: str, settings: DecodeSettings) -> Backend:
     """Return a loaded captions backend (``faster_whisper`` or ``transformers``)."""
-    common: dict[str, Any] = dict(
-        device=device,
-        compute_type=compute_type,
-        threads=threads,
-        language=language,
-        beam_size=beam_size,
-        max_new_tokens=max_new_tokens,
-    )
     if backend == "faster_whisper":
-        return FasterWhisperBackend(model, **common)
-    return TransformersWhisperBackend(model, seed=seed, **common)
+        return FasterWhisperBackend(model, settings)
+    return TransformersWhisperBackend(model, settings)

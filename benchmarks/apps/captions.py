@@ -29,6 +29,7 @@ from benchmarks.apps.asr import (
     SAMPLE_RATE,
     TORCH_DTYPES,
     Backend,
+    DecodeSettings,
     Hypothesis,
     Word,
     load_backend,
@@ -239,9 +240,7 @@ class CaptionsDriver(Driver):
         self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "LiveCaptions")
         self.random_weights = model.random is not None
-        self.backend: Backend | None = load_backend(
-            model,
-            backend=opts.backend,
+        settings = DecodeSettings(
             device=self.ctx.device,
             compute_type=opts.compute_type,
             threads=opts.n_threads or default_threads(),
@@ -250,6 +249,7 @@ class CaptionsDriver(Driver):
             max_new_tokens=opts.max_new_tokens,
             seed=self.ctx.seed,
         )
+        self.backend: Backend | None = load_backend(model, opts.backend, settings)
         self.audio = {clip.path: self._decode(clip.path) for clip in self.clips}
         return {
             **model.record(),

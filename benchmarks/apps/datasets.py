@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.data import DATA_DIR
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FileField, FilePolicy, where
 
 if TYPE_CHECKING:
     from benchmarks.spec import Application
-
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
-from benchmarks.apps.runtime import default_threads, share_cpu_politely
+from benchmarks.apps.runtime import setup_torch, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FilePolicy, bundle_path
-from benchmarks.models import ResolvedModel, build_random_pipeline, resolve
+from benchmarks.models import ResolvedModel, resolve
+from benchmarks.models.random_image import build_random_pipeline
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -65,6 +66,15 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
     return check_unit(unit, files, FORMATS, lambda: load_prompts(prompts_input(unit, PROMPTS), files))
 
 
+# The pipeline arguments encode_prompt's results go to, in its order.
+_EMBEDDINGS = (
+    "prompt_embeds",
+    "negative_prompt_embeds",
+    "pooled_prompt_embeds",
+    "negative_pooled_prompt_embeds",
+)
+
+
 class ImageGenDriver(Driver):
     def load(self) -> dict[str, Any]:
         share_cpu_politely()
@@ -74,16 +84,11 @@ class ImageGenDriver(Driver):
 
         opts = self.options
         self.torch = torch
-        threads = opts.n_threads or default_threads()
-        torch.set_num_threads(threads)
+        self.device, threads = setup_torch(torch, self.ctx.device, opts.n_threads)
         prompts = prompts_input(self.unit, PROMPTS)
         self.prompts = load_prompts(prompts, self.ctx.files)
         self.ctx.files.check_unit_model(self.unit)
-        gpu = self.ctx.device == "gpu"
-        self.device = "cuda" if gpu else "cpu"
-        if gpu and not torch.cuda.is_available():
-            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
-        name = opts.dtype if opts.dtype != "auto" else ("float16" if gpu else "float32")
+        name = opts.dtype if opts.dtype != "auto" else ("float16" if self.device == "cuda" else "float32")
         dtype = getattr(torch, name)
         model: ResolvedModel = resolve(self.unit.model or "", FORMATS, "ImageGen")
         if model.random is not None:
@@ -201,7 +206,7 @@ class ImageGenDriver(Driver):
         """Return the pipeline's prompt embedding arguments (computed here so their time is known)."""
         pipe, negative = self.pipe, self.options.negative_prompt
         if self.sd3:
-            pe, npe, pooled, npooled = pipe.encode_prompt(
+            out = pipe.encode_prompt(
                 prompt=prompt,
                 prompt_2=None,
                 prompt_3=None,
@@ -209,29 +214,16 @@ class ImageGenDriver(Driver):
                 device=self.device,
                 do_classifier_free_guidance=guided,
             )
-            return {
-                "prompt_embeds": pe,
-                "negative_prompt_embeds": npe,
-                "pooled_prompt_embeds": pooled,
-                "negative_pooled_prompt_embeds": npooled,
-            }
-        out = pipe.encode_prompt(
-            prompt=prompt,
-            device=self.device,
-            num_images_per_prompt=1,
-            do_classifier_free_guidance=guided,
-            negative_prompt=negative,
-        )
-        if len(out) == 4:
-            pe, npe, pooled, npooled = out
-            return {
-                "prompt_embeds": pe,
-                "negative_prompt_embeds": npe,
-                "pooled_prompt_embeds": pooled,
-                "negative_pooled_prompt_embeds": npooled,
-            }
-        pe, npe = out
-        return {"prompt_embeds": pe, "negative_prompt_embeds": npe}
+        else:
+            out = pipe.encode_prompt(
+                prompt=prompt,
+                device=self.device,
+                num_images_per_prompt=1,
+                do_classifier_free_guidance=guided,
+                negative_prompt=negative,
+            )
+        # SD 3 and SDXL return pooled embeddings too (four values), SD 1.x/2.x the first two.
+        return dict(zip(_EMBEDDINGS, out, strict=False))
 
     def _decode(self, latents: Any) -> Any:
         """Decode latents with the VAE exactly as the pipeline would; return a PIL image."""

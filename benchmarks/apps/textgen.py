@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.apps.runtime import default_threads, share_cpu_politely
+from benchmarks.apps.runtime import default_threads, setup_torch, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.models import ResolvedModel, random_gguf
+from benchmarks.models import ResolvedModel
+from benchmarks.models.random_llama import random_gguf
 
 Messages = Sequence[dict[str, str]]
 StepGate = Callable[[str], AbstractContextManager[None]]
@@ -124,8 +125,7 @@ class LlamaCppGenerator:
             result = self.formatter(messages=list(messages))  # type: ignore[arg-type]
             text, add_bos = result.prompt, not result.added_special
         else:
-            text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
-            add_bos = True
+            text, add_bos = plain_transcript(messages), True
         tokens: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         return tokens
 
@@ -200,11 +200,7 @@ class TransformersGenerator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.torch = torch
-        self.threads = n_threads or default_threads()
-        torch.set_num_threads(self.threads)
-        self.device = "cuda" if device == "gpu" else "cpu"
-        if device == "gpu" and not torch.cuda.is_available():
-            raise ValueError("device: gpu, but this torch build sees no CUDA device (a CPU-only build?)")
+        self.device, self.threads = setup_torch(torch, device, n_threads)
         kwargs: dict[str, Any] = {}
         path = local_file(model)
         if model.hub_id is not None:
@@ -241,8 +237,7 @@ class TransformersGenerator:
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
             return [int(i) for i in ids]
-        text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
-        return [int(i) for i in self.tokenizer(text)["input_ids"]]
+        return [int(i) for i in self.tokenizer(plain_transcript(messages))["input_ids"]]
 
     def generate(
         self,
@@ -316,6 +311,11 @@ def load_generator(
     if backend == "llama_cpp":
         return LlamaCppGenerator(model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads)
     return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)
+
+
+def plain_transcript(messages: Messages) -> str:
+    """Return a chat as ``Role: text`` lines ending in ``Assistant:``, for a model with no chat template."""
+    return "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
 
 
 def local_file(model: ResolvedModel) -> Path | None:

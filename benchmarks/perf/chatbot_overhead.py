@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apps.chatbot import load_prompts
-from benchmarks.apps.datasets import DATA_DIR, Input
+from benchmarks.apps.datasets import Input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
+from benchmarks.data import DATA_DIR
 from benchmarks.models import resolve
 from benchmarks.runner import run_workflow
 from benchmarks.spec import load_yaml

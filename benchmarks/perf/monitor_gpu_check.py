@@ -166,22 +166,13 @@ def run_check(
         f"> {SM_ACTIVITY_MIN:g} under load",
         sm_load is not None and sm_load > SM_ACTIVITY_MIN,
     )
-    row("SM occupancy, GPM (%)", f(occ.mean(idle_from, idle_to)), f(occ.mean(a, b)), "", None)
-    row(
-        "tensor activity, GPM (%)",
-        f(tensor.mean(idle_from, idle_to)),
-        f(tensor.mean(a, b)),
-        "",
-        None,
-    )
-    row(
-        "DRAM bandwidth, GPM (%)",
-        f(dram.mean(idle_from, idle_to)),
-        f(dram.mean(a, b)),
-        "",
-        None,
-    )
-    row("GPU utilisation, NVML (%)", f(util.mean(idle_from, idle_to)), f(util.mean(a, b)), "", None)
+    for name, series in (
+        ("SM occupancy, GPM (%)", occ),
+        ("tensor activity, GPM (%)", tensor),
+        ("DRAM bandwidth, GPM (%)", dram),
+        ("GPU utilisation, NVML (%)", util),
+    ):
+        row(name, f(series.mean(idle_from, idle_to)), f(series.mean(a, b)), "", None)
     row(
         "power, NVML (W)",
         f(p_idle),

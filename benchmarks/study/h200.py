@@ -433,7 +433,8 @@ def prepare_models(workflow: Workflow) -> list[str]:
     longer on a slow disk) never counts against the run's time limit, and a call that runs out of time
     keeps what it wrote.
     """
-    from benchmarks.models import RANDOM, random_gguf
+    from benchmarks.models.catalogue import RANDOM
+    from benchmarks.models.random_llama import random_gguf
 
     written = []
     for unit in workflow.applications.values():

@@ -9,21 +9,17 @@ Entities: ``gpu<N>`` (``gpu-i<N>``/``gpu-ci<N>`` for MIG instances); values in p
 from __future__ import annotations
 
 import shutil
-import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable
-from benchmarks.monitor.sources.procutil import start_checked, stop
+from benchmarks.monitor.base import AppProcesses, Row, SourceUnavailable
+from benchmarks.monitor.sources.procutil import ToolSource
 
 FIELDS = "1002,1003,1005"
 # dcgmi short name -> our column; DCGM reports these as ratios 0-1.
 COLUMNS = {"SMACT": "sm_activity_pct", "SMOCC": "sm_occupancy_pct", "DRAMA": "dram_active_pct"}
 # Profiling fields are not sampled faster than this by DCGM.
 MIN_INTERVAL_MS = 100
-# A dmon that fails (no host engine, no permission) exits at once; wait this long to catch that.
-STARTUP_CHECK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -66,18 +62,19 @@ class DmonParser:
                 yield row
 
 
-class DcgmSource(Source):
+class DcgmSource(ToolSource):
     name = "dcgm"
     description = "DCGM (dcgmi dmon -e 1002,1003,1005): SM activity, SM occupancy, DRAM activity"
     columns = tuple(COLUMNS.values())
+    label = "dcgmi dmon"
+    # A dmon that fails (no host engine, no permission) exits at once.
+    startup_check_s = 0.5
 
     def __init__(self, command: str = "dcgmi") -> None:
+        super().__init__()
         self.command = command
-        self.proc: subprocess.Popen[str] | None = None
         self._latest: dict[str, DmonRow] = {}
-        self._lock = threading.Lock()
         self._parser = DmonParser()
-        self._tail: list[str] = []
 
     def open(self, hz: float) -> None:
         exe = shutil.which(self.command)
@@ -86,26 +83,18 @@ class DcgmSource(Source):
                 f"{self.command} is not installed (DCGM is optional; NVML GPM gives the same signals)"
             )
         interval_ms = max(MIN_INTERVAL_MS, round(1000 / hz))
-        argv = [exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)]
-        self.proc = start_checked(argv, self._on_line, "dcgmi dmon", STARTUP_CHECK_S, lambda: self._tail)
+        self.start([exe, "dmon", "-e", FIELDS, "-d", str(interval_ms)])
 
-    def _on_line(self, line: str) -> None:
-        self._tail = [*self._tail[-4:], line.strip()]
+    def on_line(self, line: str) -> None:
         row = self._parser.feed(line)
         if row is not None:
-            with self._lock:
+            with self.lock:
                 self._latest[row.entity] = row
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
-        with self._lock:
+        with self.lock:
             fresh, self._latest = self._latest, {}
-        if not fresh and self.proc is not None and self.proc.poll() is not None:
-            raise SourceUnavailable(
-                f"dcgmi dmon stopped (exit code {self.proc.returncode}): {' '.join(self._tail[-3:])}"
-            )
+        if not fresh:
+            self.check_running()
         # dmon prints at its own interval: a tick reports only what arrived since the last one.
         return [(t, r.entity, *(r.values.get(c) for c in self.columns)) for r in fresh.values()]
-
-    def close(self) -> None:
-        stop(self.proc)
-        self.proc = None

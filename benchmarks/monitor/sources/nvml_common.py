@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.monitor.base import SourceUnavailable
-from benchmarks.platform import visible_indices
+from benchmarks.platform import visible_gpus
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,7 @@ def init_gpus(nvml: Any) -> list[Gpu]:
     except nvml.NVMLError as exc:
         raise SourceUnavailable(nvml_error(exc)) from exc
     try:
-        gpus = []
-        for i in visible_indices(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(i)
-            name = nvml.nvmlDeviceGetName(handle)
-            gpus.append(Gpu(i, handle, name.decode() if isinstance(name, bytes) else str(name)))
+        gpus = [Gpu(i, handle, name) for i, handle, name in visible_gpus(nvml)]
     except nvml.NVMLError as exc:
         nvml.nvmlShutdown()
         raise SourceUnavailable(nvml_error(exc)) from exc

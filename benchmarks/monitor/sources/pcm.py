@@ -9,15 +9,12 @@ pcm-memory needs root (MSR and uncore PMU access); otherwise it exits and the so
 from __future__ import annotations
 
 import shutil
-import subprocess
-import threading
 
-from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable
-from benchmarks.monitor.sources.procutil import start_checked, stop
+from benchmarks.monitor.base import AppProcesses, Row, SourceUnavailable
+from benchmarks.monitor.sources.procutil import ToolSource
 
 # pcm-memory refuses intervals below 15 ms; below 100 ms its uncore readings get noisy.
 MIN_INTERVAL_S = 0.1
-STARTUP_CHECK_S = 1.0
 
 
 class PcmCsvParser:
@@ -60,41 +57,36 @@ class PcmCsvParser:
         return mapping
 
 
-class PcmSource(Source):
+class PcmSource(ToolSource):
     name = "pcm"
     description = "Intel PCM (pcm-memory): memory bandwidth per socket and system, MB/s"
     columns = ("read_mbps", "write_mbps", "memory_mbps")
+    label = "pcm-memory"
+    # Without root, pcm-memory exits after its banner.
+    startup_check_s = 1.0
 
     def __init__(self, commands: tuple[str, ...] = ("pcm-memory", "pcm-memory.x")) -> None:
+        super().__init__()
         self.commands = commands
-        self.proc: subprocess.Popen[str] | None = None
         self._parser = PcmCsvParser()
         self._latest: dict[str, dict[str, float]] = {}
-        self._lock = threading.Lock()
-        self._tail: list[str] = []
 
     def open(self, hz: float) -> None:
         exe = next((p for c in self.commands if (p := shutil.which(c))), None)
         if exe is None:
             raise SourceUnavailable("pcm-memory is not installed (Intel PCM, optional)")
         interval = max(MIN_INTERVAL_S, 1 / hz)
-        argv = [exe, f"{interval:g}", "-csv", "-silent"]
-        self.proc = start_checked(argv, self._on_line, "pcm-memory", STARTUP_CHECK_S, lambda: self._tail)
+        self.start([exe, f"{interval:g}", "-csv", "-silent"])
 
-    def _on_line(self, line: str) -> None:
-        self._tail = [*self._tail[-4:], line.strip()]
+    def on_line(self, line: str) -> None:
         values = self._parser.feed(line)
         if values:
-            with self._lock:
+            with self.lock:
                 self._latest = values
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
-        with self._lock:
+        with self.lock:
             fresh, self._latest = self._latest, {}
-        if not fresh and self.proc is not None and self.proc.poll() is not None:
-            raise SourceUnavailable(f"pcm-memory stopped (exit code {self.proc.returncode})")
+        if not fresh:
+            self.check_running()
         return [(t, entity, *(v.get(c) for c in self.columns)) for entity, v in sorted(fresh.items())]
-
-    def close(self) -> None:
-        stop(self.proc)
-        self.proc = None

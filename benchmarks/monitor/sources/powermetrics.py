@@ -10,17 +10,14 @@ from __future__ import annotations
 import os
 import plistlib
 import shutil
-import subprocess
 import sys
-import threading
 from typing import Any
 
-from benchmarks.monitor.base import AppProcesses, Row, Source, SourceUnavailable
-from benchmarks.monitor.sources.procutil import start_reader, stop
+from benchmarks.monitor.base import AppProcesses, Row, SourceUnavailable
+from benchmarks.monitor.sources.procutil import ToolSource
 
 # powermetrics' own minimum is 1 ms, but below 100 ms its energy estimates are mostly noise.
 MIN_INTERVAL_MS = 100
-STARTUP_CHECK_S = 1.0
 COLUMNS = ("cpu_power_w", "gpu_power_w", "ane_power_w", "combined_power_w", "gpu_busy_pct", "gpu_freq_mhz")
 
 
@@ -46,16 +43,17 @@ def parse_plist(document: bytes) -> dict[str, float | None]:
     }
 
 
-class PowermetricsSource(Source):
+class PowermetricsSource(ToolSource):
     name = "powermetrics"
     description = "Apple powermetrics: CPU/GPU/ANE power, GPU busy share (macOS, needs root)"
     columns = COLUMNS
+    label = "powermetrics"
+    startup_check_s = 1.0
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
+        super().__init__()
         self._buffer: list[str] = []
         self._latest: dict[str, float | None] | None = None
-        self._lock = threading.Lock()
 
     def open(self, hz: float) -> None:
         if sys.platform != "darwin":
@@ -66,16 +64,9 @@ class PowermetricsSource(Source):
         if os.geteuid() != 0:
             raise SourceUnavailable("powermetrics needs root (run the monitor with sudo)")
         interval_ms = max(MIN_INTERVAL_MS, round(1000 / hz))
-        argv = [exe, "--samplers", "cpu_power,gpu_power", "-f", "plist", "-i", str(interval_ms)]
-        self.proc, reader = start_reader(argv, self._on_line)
-        try:
-            code = self.proc.wait(STARTUP_CHECK_S)
-        except subprocess.TimeoutExpired:
-            return
-        reader.join(1)  # the tool's last words, to explain why it stopped
-        raise SourceUnavailable(f"powermetrics exited with code {code}")
+        self.start([exe, "--samplers", "cpu_power,gpu_power", "-f", "plist", "-i", str(interval_ms)])
 
-    def _on_line(self, line: str) -> None:
+    def on_line(self, line: str) -> None:
         self._buffer.append(line)
         if "</plist>" not in line:
             return
@@ -84,16 +75,13 @@ class PowermetricsSource(Source):
             values = parse_plist(document.encode())
         except Exception:
             return  # a truncated document at start-up or shutdown
-        with self._lock:
+        with self.lock:
             self._latest = values
 
     def sample(self, t: float, apps: AppProcesses) -> list[Row]:
-        with self._lock:
+        with self.lock:
             fresh, self._latest = self._latest, None
         if fresh is None:
+            self.check_running()
             return []
         return [(t, "soc", *(fresh[c] for c in COLUMNS))]
-
-    def close(self) -> None:
-        stop(self.proc)
-        self.proc = None

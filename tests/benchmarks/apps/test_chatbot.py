@@ -92,7 +92,7 @@ def test_a_prompt_without_messages_or_prompt_is_reported(tmp_path):
 
 
 def test_the_shipped_prompts_are_chat_turns():
-    from benchmarks.apps.datasets import DATA_DIR
+    from benchmarks.data import DATA_DIR
 
     turns = load_prompts(Input("chat", None, DATA_DIR / "prompts.jsonl"))
     assert len(turns) >= 20

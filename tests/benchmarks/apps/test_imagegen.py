@@ -45,7 +45,8 @@ def test_ten_denoising_steps_make_a_64px_image_saved_with_its_settings(run_drive
 def test_a_local_diffusers_folder_loads_and_is_recorded_by_hash(run_driver, tmp_path):
     import torch
 
-    from benchmarks.models import RANDOM, build_random_pipeline
+    from benchmarks.models.catalogue import RANDOM
+    from benchmarks.models.random_image import build_random_pipeline
 
     folder = tmp_path / "sd-tiny"
     build_random_pipeline(RANDOM["sd-tiny"], 0, torch.float32).save_pretrained(folder)

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.apps.datasets import DATA_DIR, Input
+from benchmarks.apps.datasets import Input
 from benchmarks.apps.research import Library, action_grammar, calculate, check
+from benchmarks.data import DATA_DIR
 from benchmarks.runner import run_workflow
 from benchmarks.spec import load_yaml
 

@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.monitor.base import AppProcesses, SourceUnavailable
 from benchmarks.monitor.sources.dcgm import DcgmSource, DmonParser
-from benchmarks.monitor.sources.pcm import PcmCsvParser
+from benchmarks.monitor.sources.pcm import PcmCsvParser, PcmSource
 from benchmarks.monitor.sources.powermetrics import PowermetricsSource, parse_plist
 from benchmarks.monitor.sources.rapl import RaplSource
 
@@ -106,6 +106,25 @@ def test_pcm_memory_csv_gives_system_and_per_socket_bandwidth():
         "skt1": {"read_mbps": 310.0, "write_mbps": 99.5, "memory_mbps": 409.5},
         "system": {"read_mbps": 1513.55, "write_mbps": 501.6, "memory_mbps": 2015.15},
     }
+
+
+def test_pcm_source_reports_the_latest_interval_then_says_when_pcm_memory_stopped(tmp_path):
+    csv = tmp_path / "pcm.csv"
+    csv.write_text(PCM_CSV + "\n")
+    # Outlives the start-up check (1 s), then exits as pcm-memory does when it loses the PMU.
+    tool = _tool(tmp_path, "pcm-memory", f"cat {csv}\necho 'Error: uncore PMU busy'\nsleep 1.3\nexit 3\n")
+    source = PcmSource(commands=(str(tool),))
+    source.open(20)
+    try:
+        rows = source.sample(2.0, AppProcesses())
+        assert [r[:2] for r in rows] == [(2.0, "skt0"), (2.0, "skt1"), (2.0, "system")]
+        assert rows[2][2:] == pytest.approx((1513.55, 501.6, 2015.15))
+        time.sleep(0.8)
+        with pytest.raises(SourceUnavailable, match=r"pcm-memory stopped \(exit code 3\): .*uncore PMU busy"):
+            source.sample(2.05, AppProcesses())
+    finally:
+        source.close()
+    assert source.proc is None
 
 
 def test_powermetrics_plist_gives_watts_and_gpu_busy_share():

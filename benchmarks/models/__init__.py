@@ -1,0 +1,36 @@
+"""Models: what a unit's ``model:`` names and what was really loaded.
+
+A ``model:`` value is one of
+
+- a catalogue name (``smollm2-135m``, ``whisper-tiny.en``, ``whisper-base``): files that pip packages
+  ship, so CPU demos and CI need no network;
+- ``NAME@random``: the named architecture built from a config with random weights, which costs the
+  same compute as real weights: image models (``sd-tiny``, ``sd3-tiny``, ``sd3.5-medium``), Whisper
+  for the transformers captions backend (``whisper-tiny``, ``whisper-large-v3-turbo``) and Llama GGUF
+  chat models written once into the cache (``llama-tiny``, ``llama-3.2-3b``, ``llama-3.1-8b``);
+- a local path (a GGUF file, a CTranslate2 folder, a diffusers folder, a transformers folder);
+- a hub id (``org/name``) that the library downloads when the machine is online.
+
+``resolve`` returns a ``ResolvedModel`` whose ``record()`` is what the result bundle stores (the name,
+the file's name and sha256, or ``random`` and the config); a name that cannot be resolved raises
+``ModelError`` with one sentence naming the model and how to install it or point to it.
+
+The rooms: ``catalogue`` (the names, packaged and random), ``resolver`` (this package's public face,
+re-exported here), ``cache`` (the cache folder and file hashes), and the builders of random weights,
+imported only by the drivers that load them: ``random_image`` (diffusers), ``random_whisper``
+(transformers Whisper), ``random_llama`` (GGUF).
+"""
+
+from benchmarks.models.cache import cache_dir
+from benchmarks.models.catalogue import Format, ModelError, catalogue_names
+from benchmarks.models.resolver import ResolvedModel, check_model, resolve
+
+__all__ = [
+    "Format",
+    "ModelError",
+    "ResolvedModel",
+    "cache_dir",
+    "catalogue_names",
+    "check_model",
+    "resolve",
+]
