@@ -352,12 +352,23 @@ def _check_levels(sweep: Sweep, lines: Mapping[Path_, int]) -> list[SpecError]:
             try:
                 from_dict(sweep.workflow_dict(name, level), name=name)
             except WorkflowValidationError as exc:
-                problems = "; ".join(str(e) for e in exc.errors)
-                errors.append(
-                    SpecError(
-                        where,
-                        _line_of(lines, where),
-                        f"level '{level.name}' on workflow '{name}': {problems}",
-                    )
-                )
+                for e in exc.errors:
+                    loc = _override_loc(where, level, sweep.base[name], e.loc)
+                    message = f"level '{level.name}' on workflow '{name}': {e.path or '<top>'}: {e.message}"
+                    errors.append(SpecError(loc, _line_of(lines, loc), message))
     return errors
+
+
+def _override_loc(where: Path_, level: Level, base: Mapping[str, Any], loc: Path_) -> Path_:
+    """Return the sweep file path of the override behind a workflow error at ``loc`` (``unit.key...``):
+    the level's unit override, else its type override, else the level itself."""
+    if len(loc) < 2 or not isinstance(loc[0], str) or loc[0] not in units_of(base):
+        return where
+    unit, key = loc[0], loc[1]
+    kind = units_of(base)[unit]["type"]
+    if key in level.units.get(unit, {}):
+        return (*where, "units", unit, key)
+    for scope in (kind, "*"):
+        if key in level.types.get(scope, {}):
+            return (*where, "types", scope, key)
+    return where
