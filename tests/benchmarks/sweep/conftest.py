@@ -1,4 +1,4 @@
-"""Helpers of the sweep tests: the H200 study's sweep file, and finished steps recorded without running them."""
+"""Helpers of the sweep tests: the H200 sweep file, and finished steps recorded without running them."""
 
 from __future__ import annotations
 

@@ -53,7 +53,9 @@ def test_a_run_cut_by_the_budget_is_dropped_but_one_past_the_run_limit_is_record
     assert cut["status"] == "cut" and "runs again" in cut["error"]
     assert state.get(step) is None and not (state.dir / step.bundle).exists()
     assert sweep.spec.smoke is not None
-    sweep.spec = sweep.spec.model_copy(update={"smoke": sweep.spec.smoke.model_copy(update={"run_limit_s": 0.5})})
+    sweep.spec = sweep.spec.model_copy(
+        update={"smoke": sweep.spec.smoke.model_copy(update={"run_limit_s": 0.5})}
+    )
     failed = run_step(sweep, state, step, 0.5)
     assert failed["status"] == "failed" and state.get(step) == failed
     assert state.result(step)["reason"] == TIME_LIMIT_REASON.format(0.5)
@@ -79,7 +81,10 @@ def test_cpu_smoke_runs_the_h200_sweep_end_to_end_and_summarizes_it(tmp_path, mo
     assert main([*smoke, "--summarize", "--from-archive", str(archive)]) == 0
     assert "wrote" in capsys.readouterr().out
     summary = json.loads((state / "h200-schedulers.json").read_text())
-    assert set(summary) == {"platform", "workflows"} and set(summary["workflows"]) == {"mix", "content-creation"}
+    assert set(summary) == {"platform", "workflows"} and set(summary["workflows"]) == {
+        "mix",
+        "content-creation",
+    }
     for per in summary["workflows"].values():
         assert set(per) == {"greedy", "credit", "partition"}
         # No GPU here: partition refuses with its reason instead of silently running greedy.

@@ -104,7 +104,9 @@ def test_an_override_that_makes_an_invalid_workflow_is_reported_at_its_level(tmp
 
 
 def test_overrides_of_types_or_units_no_workflow_has_are_refused(tmp_path):
-    found = problems(tmp_path, GOOD.replace("Chatbot:", "Chatbott:") + "    units: {napz: {num_requests: 1}}\n")
+    found = problems(
+        tmp_path, GOOD.replace("Chatbot:", "Chatbott:") + "    units: {napz: {num_requests: 1}}\n"
+    )
     assert [(p, m) for _, p, m in found] == [
         ("levels[1].types.Chatbott", "no workflow has a application type 'Chatbott'"),
         ("levels[1].units.napz", "no workflow has a unit 'napz'"),
@@ -129,7 +131,9 @@ def test_unit_overrides_come_after_type_overrides_and_star_comes_first(tmp_path)
         "b": {"type": "Sleep", "num_requests": 1},
         "workflows": {"a": {"uses": "a"}, "b": {"uses": "b"}},
     }
-    out = apply_overrides(data, {"*": {"num_requests": 2}, "Sleep": {"num_requests": 3}}, {"b": {"num_requests": 4}})
+    out = apply_overrides(
+        data, {"*": {"num_requests": 2}, "Sleep": {"num_requests": 3}}, {"b": {"num_requests": 4}}
+    )
     assert (out["a"]["num_requests"], out["b"]["num_requests"]) == (3, 4)
     assert data["a"]["num_requests"] == 1  # the base is not changed
 
@@ -138,13 +142,18 @@ def test_levels_override_every_unit_of_a_type_and_share_its_requests_and_solo_ke
     sweep = h200()
     data = sweep.workflow_dict("content-creation", sweep.levels[2])
     chats = [u for u in units_of(data).values() if u["type"] == "Chatbot"]
-    assert len(chats) == 2 and all(c["model"] == "llama-3.2-3b@random" and c["concurrency"] == 6 for c in chats)
+    assert len(chats) == 2 and all(
+        c["model"] == "llama-3.2-3b@random" and c["concurrency"] == 6 for c in chats
+    )
     # Sessions share the unit's requests (ceil): 6 brainstorm turns and 4 outline turns over 6 sessions.
     assert [c["num_requests"] for c in chats] == [1, 1]
     solo = from_dict(only_node(data, "captions"))
     assert list(solo.nodes) == ["captions"] and solo.nodes["captions"].depend_on == ()
     assert list(solo.applications) == ["live_captions"]
-    assert solo.applications["live_captions"].concurrency == 2 and solo.applications["live_captions"].num_requests == 1
+    assert (
+        solo.applications["live_captions"].concurrency == 2
+        and solo.applications["live_captions"].num_requests == 1
+    )
 
 
 def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models():

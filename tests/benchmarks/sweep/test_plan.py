@@ -118,7 +118,10 @@ def test_each_scheduler_walks_against_its_own_threshold(tmp_path):
     attained(state, Step("mix", "sweep", "L0", "greedy"), 0.85)  # the knee at L0
     attained(state, Step("mix", "mix", "L0", "credit"), 0.95)  # below its 0.99: breaks at L0 at once
     attained(state, Step("mix", "mix", "L0", "partition"), 0.6)  # above its 0.5: walks up
-    assert [k for k in keys(sweep, state) if "/sweep/" in k] == ["mix/sweep/L0/greedy", "mix/sweep/L1/partition"]
+    assert [k for k in keys(sweep, state) if "/sweep/" in k] == [
+        "mix/sweep/L0/greedy",
+        "mix/sweep/L1/partition",
+    ]
 
 
 def grid(tmp_path: Path, extra: str = "") -> Path:

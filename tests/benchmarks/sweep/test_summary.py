@@ -29,14 +29,20 @@ def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_s
     assert [r["mean_attainment"] for r in greedy["per_run"]] == [0.5, 1.0]
     assert greedy["sm_activity"] == pytest.approx(80.0) and greedy["sm_activity_run"] == 40.0
     chat = greedy["apps"]["chat"]
-    assert chat["requests"] == 4 and chat["slo_attainment"] == 0.75 and chat["slo_attainment_runs"] == [0.5, 1.0]
+    assert (
+        chat["requests"] == 4 and chat["slo_attainment"] == 0.75 and chat["slo_attainment_runs"] == [0.5, 1.0]
+    )
     assert chat["latency_s"]["ttft"]["p50"] == pytest.approx(0.15)  # over the 4 requests pooled
     assert chat["solo_attainment"] == 1.0 and chat["slowdown_vs_solo"]["ttft"] == pytest.approx(1.5)
     # A run with a failed application is a broken measurement: reported, not averaged in.
     credit = summary["workflows"]["mix"]["credit"]
     assert credit["runs"] == 1 and credit["error"] == "run 2: chat: exit code -11"
     partition = summary["workflows"]["mix"]["partition"]
-    assert partition["runs"] == 0 and partition["mean_attainment"] is None and partition["error"] == "run 1: no GPU"
+    assert (
+        partition["runs"] == 0
+        and partition["mean_attainment"] is None
+        and partition["error"] == "run 1: no GPU"
+    )
     assert summary["workflows"]["content-creation"]["greedy"]["runs"] == 0
 
 
@@ -66,7 +72,11 @@ def test_the_walks_rows_and_break_levels_with_each_application_alone_above_the_k
         ("partition", "L0", 1.0, {}),
         ("partition", "L1", 0.0, {}),
     ]
-    assert summary["level"] == {"name": "L1", "load": "4 chat sessions, 2 image generators", "knee_below": 0.9}
+    assert summary["level"] == {
+        "name": "L1",
+        "load": "4 chat sessions, 2 image generators",
+        "knee_below": 0.9,
+    }
 
 
 def test_a_walk_ended_by_a_failed_level_is_said_in_the_markdown(tmp_path):
@@ -82,7 +92,10 @@ def test_a_walk_ended_by_a_failed_level_is_said_in_the_markdown(tmp_path):
     assert breaks["partition"]["level"] == "L0"
     assert breaks["credit"] == {"level": None, "pending": None, "ended": "L2: CUDA out of memory"}
     text = (tmp_path / "s.md").read_text()
-    assert "Break levels: greedy L1, credit none before its sweep ended (L2: CUDA out of memory), partition L0." in text
+    assert (
+        "Break levels: greedy L1, credit none before its sweep ended (L2: CUDA out of memory), partition L0."
+        in text
+    )
     assert "| L0 | one user of each application | partition | 50 % | chat 50 % |" in text
 
 
@@ -92,7 +105,9 @@ def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_besi
     record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.2])
     md = tmp_path / "s.md"
     md.write_text(f"# old tables\n\n{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
-    _, plots = write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize", "svg")
+    _, plots = write_summary(
+        sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize", "svg"
+    )
     text = md.read_text()
     assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
     assert "| greedy | 2 | 75 % (50 %, 100 %) | 80.0 % (40.0 %) |" in text
