@@ -57,7 +57,7 @@ def attainment_plot(
             ax.text(
                 (100 * value if value is not None else 0) + 1,
                 y,
-                "not run" if value is None else f"{value:.0%}",
+                "no figure" if value is None else f"{value:.0%}",
                 va="center",
                 fontsize=7,
             )

@@ -43,6 +43,34 @@ def test_summarize_before_the_knee_is_known_says_so(tmp_path, capsys):
     assert "has not found the knee yet" in capsys.readouterr().err
 
 
+def test_a_grid_sweep_runs_every_level_once_and_summarizes(tmp_path, capsys):
+    (tmp_path / "w.yml").write_text(
+        "naps:\n  type: Sleep\n  num_requests: 2\n  sleep_time: 0.01\n  slo: ['e2e<=1s']\n"
+        "workflows:\n  nap: {uses: naps}\n"
+    )
+    sweep = tmp_path / "grid.yml"
+    sweep.write_text(
+        "name: grid\nworkflows: {w: w.yml}\nschedulers: [greedy]\nsolo: false\n"
+        "levels:\n  - {name: low, load: two naps}\n"
+        "  - {name: high, load: four naps, units: {naps: {num_requests: 4}}}\n"
+    )
+    state = tmp_path / "state"
+    assert main(["sweep", str(sweep), "--state", str(state)]) == 0
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    assert list(steps) == ["w/mix/low/greedy", "w/mix/high/greedy"]
+    assert main(["sweep", str(sweep), "--state", str(state)]) == 0  # nothing left: nothing runs again
+    assert json.loads((state / "state.json").read_text())["steps"] == steps
+    assert main(["sweep", str(sweep), "--state", str(state), "--summarize"]) == 0
+    tables = json.loads((state / "grid.json").read_text())
+    greedy = tables["workflows"]["w"]["greedy"]
+    assert greedy["runs"] == 1 and greedy["apps"]["nap"]["requests"] == 4  # the last level's
+    rows = json.loads((state / "grid-sweep.json").read_text())
+    assert [(r["level"], r["mean_attainment"]) for r in rows["sweep"]] == [("low", 1.0), ("high", 1.0)]
+    assert rows["breaks"] == {} and rows["level"] == {"name": "high", "load": "four naps", "knee_below": None}
+    text = (state / "grid.md").read_text()
+    assert "the last level of the sweep" in text and "| low | two naps | greedy | 100 % | nap 100 % |" in text
+
+
 @pytest.mark.models
 def test_a_run_cut_by_the_budget_is_dropped_but_one_past_the_run_limit_is_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
