@@ -248,10 +248,15 @@ class Sweep:
             for unit_name, unit in units_of(out).items():
                 given = {**level.types.get("*", {}), **level.types.get(unit["type"], {})}
                 given |= level.units.get(unit_name, {})
-                if unit.get("concurrency", 1) > 1 and "num_requests" not in given:
-                    unit["num_requests"] = -(
-                        -units_of(data)[unit_name]["num_requests"] // unit["concurrency"]
-                    )
+                sessions, requests = unit.get("concurrency", 1), units_of(data)[unit_name].get("num_requests")
+                # Values of another type are left to the workflow's own validation, which names them.
+                if (
+                    isinstance(sessions, int)
+                    and isinstance(requests, int)
+                    and sessions > 1
+                    and "num_requests" not in given
+                ):
+                    unit["num_requests"] = -(-requests // sessions)
         return out
 
 

@@ -103,6 +103,14 @@ def test_an_override_that_makes_an_invalid_workflow_is_reported_at_its_level(tmp
     assert "did you mean 'temperature'?" in message
 
 
+def test_an_override_of_the_wrong_type_is_reported_not_crashed_on(tmp_path):
+    text = (
+        GOOD.replace("Chatbot: {concurrency: 3}", "Chatbot: {concurrency: many}") + "share_requests: true\n"
+    )
+    [(line, path, message)] = problems(tmp_path, text)
+    assert (line, path) == (9, "levels[1].types.Chatbot.concurrency") and "concurrency" in message
+
+
 def test_overrides_of_types_or_units_no_workflow_has_are_refused(tmp_path):
     found = problems(
         tmp_path, GOOD.replace("Chatbot:", "Chatbott:") + "    units: {napz: {num_requests: 1}}\n"
