@@ -4,20 +4,19 @@ write its summary (JSON, Markdown, plots) from its state folder or from an archi
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.sweep.model import SweepFileError, load_sweep
+from benchmarks.sweep.model import Sweep, SweepFileError, load_sweep
 from benchmarks.sweep.plan import plan, table_levels
 from benchmarks.sweep.run import prepare_all, run_sweep
 from benchmarks.sweep.state import State, SweepError, extract_archive
 from benchmarks.sweep.summary import write_summary
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_PENDING = 0, 1, 2, 3
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_PENDING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 
 
 def register(subparsers: Any) -> None:
@@ -26,7 +25,7 @@ def register(subparsers: Any) -> None:
         "sweep",
         help="run a sweep file (levels x schedulers x repeats, resumable) or summarize it",
         description="Exit codes: 0 done, 1 a step's result cannot be read, 2 usage or sweep file error, "
-        "3 steps still pending (call again).",
+        "3 steps still pending (call again), 130 interrupted (the steps recorded are kept).",
     )
     p.add_argument("file", type=Path, help="the sweep file (docs/sweeps.md)")
     p.add_argument("--state", type=Path, help="state and bundles (default results/sweeps/<name>[-smoke])")
@@ -74,7 +73,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"{step.key}: {entry['status'] if entry else 'pending'}")
             return EXIT_OK
         started = time.monotonic()
-        left = run_sweep(sweep, state, args.budget_s, sys.stdout, args.archive)
+        try:
+            left = run_sweep(sweep, state, args.budget_s, sys.stdout, args.archive)
+        except KeyboardInterrupt:
+            print(
+                "interrupted: the steps recorded so far are kept; the same command continues", file=sys.stderr
+            )
+            return EXIT_CANCELLED
         print(f"({time.monotonic() - started:.0f} s in this call)")
         return EXIT_PENDING if left else EXIT_OK
     except SweepFileError as exc:
@@ -85,21 +90,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
 
 
-def _summarize(args: argparse.Namespace, sweep: Any, state_dir: Path) -> int:
+def _summarize(args: argparse.Namespace, sweep: Sweep, state_dir: Path) -> int:
     """Write the summary from the state folder (or an archive of it); return the exit code."""
-    output = sweep.spec.output
-    here = sweep.path.parent
-    published = {
-        "json": Path(os.path.normpath(here / output.json_)) if output.json_ else None,
-        "md": Path(os.path.normpath(here / output.markdown)) if output.markdown else None,
-    }
-    if args.cpu_smoke:
-        # The smoke profile never overwrites the published files.
-        json_path = args.json or state_dir / f"{sweep.spec.name}.json"
-        md_path = args.md or state_dir / f"{sweep.spec.name}.md"
-    else:
-        json_path = args.json or published["json"] or state_dir / f"{sweep.spec.name}.json"
-        md_path = args.md or published["md"] or state_dir / f"{sweep.spec.name}.md"
+    json_path, md_path = sweep.summary_paths(state_dir)
+    json_path, md_path = args.json or json_path, args.md or md_path
     command = f"consumerbench sweep {args.file} --summarize"
     with tempfile.TemporaryDirectory(prefix="cb-sweep-") as tmp:
         if args.from_archive is not None:

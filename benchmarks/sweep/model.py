@@ -9,6 +9,7 @@ workflow, so a bad override is reported at load time with the level's line, not 
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -223,6 +224,20 @@ class Sweep:
         assert self.spec.search is not None
         given = self.spec.search.threshold
         return given[scheduler] if isinstance(given, dict) else given
+
+    def summary_paths(self, state_dir: Path) -> tuple[Path, Path]:
+        """Return where ``--summarize`` writes the JSON and the Markdown: the file's ``output:`` (relative
+        to the sweep file), else the state folder; always the state folder in the smoke profile, so a
+        smoke run never overwrites the published files."""
+        output = self.spec.output
+        default = (state_dir / f"{self.spec.name}.json", state_dir / f"{self.spec.name}.md")
+        if self.smoke:
+            return default
+        here = self.path.parent
+        return (
+            Path(os.path.normpath(here / output.json_)) if output.json_ else default[0],
+            Path(os.path.normpath(here / output.markdown)) if output.markdown else default[1],
+        )
 
     def level(self, name: str) -> Level:
         """Return a level of this profile by name."""
