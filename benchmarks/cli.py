@@ -32,6 +32,7 @@ from benchmarks.spec import (
     WorkflowValidationError,
     load_file,
 )
+from benchmarks.sweep import cli as sweep_cli
 from benchmarks.table import text_table
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.set_defaults(func=cmd_submit)
 
     monitor_cli.register(sub)
+    sweep_cli.register(sub)
     for ep in entry_points(group="consumerbench.commands"):
         try:
             register = ep.load()

@@ -5,7 +5,7 @@
 # recipe, plus tests, examples, pocs, the git history and the other GPU backends, which CMake only enters when they are
 # switched on), which device.sh builds there once. Everything carried, the working tree included, must
 # stay under 64 MiB.
-#   bash benchmarks/study/prepare_device.sh
+#   bash studies/h200/prepare_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PIP=${PIP:-.venv/bin/pip}

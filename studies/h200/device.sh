@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call of issue 7's H200 study, run from the repository root on the GPU machine:
-#   bash benchmarks/study/device.sh            (carry: .device, made here by prepare_device.sh)
+#   bash studies/h200/device.sh                (carry: .device, made here by prepare_device.sh)
 # The same command every call; each one does what is still missing and stops in time (the device
 # allows 10 minutes a command):
 #   1. installs the carried wheels the image lacks (--no-deps, so the image's torch stays);
@@ -11,9 +11,11 @@
 #   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
 #      the random Llama GGUF files they load (3B: 6.4 GB) are written into results/h200-study/cache
 #      in step 2, while llama.cpp compiles;
-#   5. when every step has run, writes docs/results/schedulers-h200.{json,md} and -sweep.json;
-#   6. copies the summary and, as $OUT/h200-study-gpu.tar.gz, the state and the bundles to $OUT; step 4
-#      rewrites that archive after every step, so a call killed at its limit still gives back its steps.
+#      step 4 writes the state and the bundles (no images) as $OUT/h200-study-gpu.tar.gz after every
+#      step and when it stops, so a call killed at its limit still gives back its steps;
+#   5. prints the plan with every step's status into $OUT/plan.txt.
+# The tables are written here, not on the device (which lacks matplotlib), from the archive:
+#   consumerbench sweep studies/h200/mix.yml --summarize --from-archive docs/results/h200-study-gpu.tar.gz
 # If the machine went cold between calls, commit the last fetched h200-study-gpu.tar.gz (it is
 # carried with the working tree) and set STUDY_FROM to its path: a call that finds no state extracts
 # it first, so the study resumes where it was (the wheel is rebuilt). STUDY_REPEATS=N (default 1)
@@ -22,6 +24,7 @@ set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
 ROOT=results/h200-study
+SWEEP=studies/h200/mix.yml
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CB_CACHE_DIR=$PWD/$ROOT/cache
 REPEATS=${STUDY_REPEATS:-1}
 mkdir -p "$OUT" "$ROOT/build" "$ROOT/cache"
@@ -46,7 +49,7 @@ if [ -n "$missing" ]; then
 fi
 
 log "2. llama-cpp-python with CUDA; meanwhile the random GGUF files every step loads"
-python3 -m benchmarks.study.h200 prepare --state "$ROOT/gpu" > "$OUT/prepare.log" 2>&1 &
+python3 -m benchmarks.cli sweep "$SWEEP" --prepare --state "$ROOT/gpu" > "$OUT/prepare.log" 2>&1 &
 prepare=$!
 if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
   wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
@@ -71,18 +74,11 @@ if [ -n "${STUDY_MONITOR_COST:-}" ]; then
 fi
 
 log "4. study steps"
-python3 -m benchmarks.study.h200 run --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS)) \
+python3 -m benchmarks.cli sweep "$SWEEP" --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS)) \
   --archive "$OUT/h200-study-gpu.tar.gz"
 status=$?
 
-if [ "$status" -eq 0 ]; then
-  log "5. summary"
-  python3 -m benchmarks.study.h200 summarize --state "$ROOT/gpu"
-  mkdir -p "$OUT/docs" && cp docs/results/schedulers-h200*.json docs/results/schedulers-h200.md "$OUT/docs/"
-fi
-
-log "6. copy to \$OUT"
-python3 -m benchmarks.study.h200 plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
-python3 -m benchmarks.study.h200 archive --state "$ROOT/gpu" --archive "$OUT/h200-study-gpu.tar.gz"
+log "5. plan"
+python3 -m benchmarks.cli sweep "$SWEEP" --plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
 log "done (exit $status; 0: the study is complete, 3: steps pending, call again)"
 exit "$status"

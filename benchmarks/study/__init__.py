@@ -1,1 +1,0 @@
-"""Issue 7's H200 scheduler study: its workflows, driver and device scripts (README.md)."""

@@ -1,0 +1,170 @@
+"""The summary as Markdown: the platform, the sweep's levels, one table per workflow, the plots' names, then
+the hand-written part of the file as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from benchmarks.sweep.model import Sweep
+
+# Everything below this line of the Markdown is written by hand; ``--summarize`` keeps it.
+HAND_WRITTEN_MARKER = "<!-- Written by hand below this line: summarize keeps it as it is. -->"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f} %"
+
+
+def _num(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def _runs(values: Sequence[float | None], fmt: Callable[[float | None], str] = _pct) -> str:
+    """Return ' (a, b)': each run's figure, when there was more than one run."""
+    return f" ({', '.join(fmt(v) for v in values)})" if len(values) > 1 else ""
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _breaks(breaks: Mapping[str, Mapping[str, Any]], below: Mapping[str, float]) -> str:
+    """Return 'greedy L1, credit L2, ...': each scheduler's break level, or why there is none."""
+    parts = []
+    for scheduler, b in breaks.items():
+        if b["level"]:
+            parts.append(f"{scheduler} {b['level']}")
+        elif b["pending"]:
+            parts.append(f"{scheduler} not known yet ({b['pending']} to run)")
+        elif b["ended"]:
+            parts.append(f"{scheduler} none before its sweep ended ({b['ended']})")
+        else:
+            parts.append(f"{scheduler} none (at or above {below[scheduler]:.0%} at every level)")
+    return ", ".join(parts)
+
+
+def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
+    """Return the section on the levels: how the level of the tables was chosen, and every level run."""
+    schedulers = sweep.spec.schedulers
+    level = summary["level"]
+    name = sweep.search_workflow
+    if sweep.spec.search is None:
+        intro = [
+            f"Load level of the tables: {level['name']} ({level['load']}), the last level of the sweep.",
+            "",
+            f"## Load levels (workflow {name})",
+            "",
+        ]
+    else:
+        thresholds = {s: sweep.threshold(s) for s in schedulers}
+        same = len(set(thresholds.values())) == 1
+        below = f"{level['knee_below']:.0%}" if same else "its threshold"
+        first, others = schedulers[0], schedulers[1:]
+        walk = (
+            f" {_and(others)} walk from the knee, up while they meet it and down while they do not."
+            if others
+            else ""
+        )
+        intro = [
+            f"Load level of the tables: {level['name']} ({level['load']}), the first level of the sweep "
+            f"where {first}'s mean SLO attainment fell below {level['knee_below']:.0%} (the last level "
+            "when it never did).",
+            "",
+            f"## Load sweep (workflow {name})",
+            "",
+            f"A scheduler's break level is the first level where its mean attainment on the {name} (one run "
+            f"per level) falls below {below}"
+            + ("" if same else f" ({', '.join(f'{s} {v:.0%}' for s, v in thresholds.items())})")
+            + f". {first.capitalize()}'s is the knee, found from {sweep.levels[0].name} upward;{walk} "
+            f"Break levels: {_breaks(summary['breaks'], thresholds)}.",
+            "",
+        ]
+    lines = [
+        *intro,
+        "| level | load | scheduler | mean attainment | per application (alone at that level) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in summary["sweep"]:
+        apps = ", ".join(
+            f"{k} {_pct(v)}" + (f" ({_pct(row['alone'][k])})" if k in row["alone"] else "")
+            for k, v in row["apps"].items()
+        )
+        lines.append(
+            f"| {row['level']} | {row['load']} | {row['scheduler']} "
+            f"| {_pct(row['mean_attainment'])} | {apps} |"
+        )
+    return lines
+
+
+def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
+    """Return one workflow's tables: per scheduler, then per application and scheduler."""
+    lines = [
+        "",
+        f"## Workflow {name}",
+        "",
+        "| scheduler | runs | mean attainment | SM activity serving (whole run) | fairness "
+        "| makespan (s) | GPU energy (J) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for scheduler, s in per.items():
+        if not s.get("runs"):
+            lines.append(f"| {scheduler} | 0 | not run: {s.get('error')} | | | | |")
+            continue
+        runs = s["per_run"]
+        lines.append(
+            f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
+            f"{_runs([r['mean_attainment'] for r in runs])} | {_num(s['sm_activity'])} % "
+            f"({_num(s['sm_activity_run'])} %) | {_num(s['fairness'], '{:.2f}')} | "
+            f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
+        )
+    lines += [
+        "",
+        "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo |",
+        "|---|---|---|---|---|---|",
+    ]
+    for scheduler, s in per.items():
+        for app, a in s["apps"].items():
+            lat = "; ".join(
+                f"{m} {_num(v['p50'], '{:.3f}')} / {_num(v['p99'], '{:.3f}')}"
+                for m, v in a["latency_s"].items()
+            )
+            slow = "; ".join(f"{m} x{v}" for m, v in a.get("slowdown_vs_solo", {}).items())
+            lines.append(
+                f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])}"
+                f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} |"
+            )
+    return lines
+
+
+def render_markdown(
+    sweep: Sweep, summary: Mapping[str, Any], plots: Sequence[str], hand_written: str, command: str
+) -> str:
+    """Return the summary Markdown: the platform, the levels, one table per workflow, the names of the
+    plots (drawn beside it, not kept in git), then the hand-written part as it was. ``command`` is how
+    the file was written, shown in its head."""
+    gpu = ", ".join(g.get("name", "?") for g in (summary.get("platform") or {}).get("gpus", [])) or "no GPU"
+    lines = [
+        f"# {sweep.spec.title or sweep.spec.name}",
+        "",
+        f"Platform: {gpu}. " + _sweep_section(sweep, summary)[0],
+        "",
+        f"Written by `{command}` from the result bundles; the figures are",
+        "defined in docs/metrics.md, SM activity here is the mean while the run serves requests (first",
+        "counted request's start to the last one's end; the whole run, model loading included, in",
+        "parentheses). Several runs: means of the runs' figures, each run's in parentheses; an",
+        "application's attainment and latencies pool the requests of all runs.",
+        *_sweep_section(sweep, summary)[1:],
+    ]
+    for name, per in summary["workflows"].items():
+        lines += _workflow_section(name, per)
+    if plots:
+        lines += [
+            "",
+            "## Plots",
+            "",
+            "Drawn beside this file by the command above (not kept in git): "
+            + ", ".join(f"`{p}`" for p in plots)
+            + ".",
+        ]
+    return "\n".join(lines) + "\n\n" + HAND_WRITTEN_MARKER + "\n\n" + hand_written.lstrip("\n")

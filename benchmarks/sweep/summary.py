@@ -1,0 +1,232 @@
+"""A sweep's summary: JSON (``<name>.json``: platform and per-workflow tables; ``<name>-sweep.json``: the
+level, the walks and the break levels) and Markdown tables, whose hand-written part is kept."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.metrics import application_metrics
+from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
+from benchmarks.spec import parse_slo
+from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
+from benchmarks.sweep.model import Level, Sweep
+from benchmarks.sweep.plan import first_run, scheduler_walk, table_levels
+from benchmarks.sweep.plots import attainment_plot, sm_activity_plot
+from benchmarks.sweep.state import State, Step, SweepError
+
+Run = tuple[dict[str, Any], Path]  # a result document and its bundle folder
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
+    first = runs[0]
+    pooled = application_metrics(
+        [r for app in runs for r in app["requests"]], [parse_slo(s) for s in first["slo"]]
+    )
+    latency = {
+        m: {"p50": s.get("p50"), "p99": s.get("p99")}
+        for m, s in pooled["metrics"].items()
+        if s.get("p50") is not None
+    }
+    out: dict[str, Any] = {
+        "type": first["type"],
+        "slo": first["slo"],
+        "slo_attainment": pooled["slo_attainment"],
+        "slo_attainment_runs": [app["slo_attainment"] for app in runs],
+        "requests": pooled["requests_counted"],
+        "latency_s": latency,
+    }
+    if solo is not None:
+        out["solo_attainment"] = solo["slo_attainment"]
+        out["slowdown_vs_solo"] = {
+            m: round(v["p50"] / solo["metrics"][m]["p50"], 3)
+            for m, v in latency.items()
+            if (solo["metrics"].get(m) or {}).get("p50")
+        }
+    return out
+
+
+def _run_figures(result: Mapping[str, Any], bundle: Path) -> dict[str, Any]:
+    """Return one run's figures; SM activity while serving read back from its telemetry (bundles
+    written before the result had ``telemetry.serving`` have the samples, not the figure)."""
+    run = (result.get("telemetry") or {}).get("run") or {}
+    span = active_span(result["applications"])
+    serving = TelemetryRecorder.load(bundle).window(*span, 1) if span else {}
+    return {
+        "bundle": bundle.name,
+        "mean_attainment": result["mean_attainment"],
+        "sm_activity": serving.get("sm_activity_mean_pct"),
+        "sm_activity_run": run.get("sm_activity_mean_pct"),
+        "fairness": result["fairness"],
+        "makespan_s": result["makespan_s"],
+        "energy_j": run.get("gpu_energy_j"),
+    }
+
+
+def _scheduler_summary(
+    runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str]
+) -> dict[str, Any]:
+    """Return a scheduler's figures on a workflow: each run's, their means, and the applications pooled."""
+    if not runs:
+        return {
+            "mean_attainment": None,
+            "sm_activity": None,
+            "fairness": None,
+            "makespan_s": None,
+            "apps": {},
+            "runs": 0,
+            "error": "; ".join(errors) or None,
+        }
+    per_run = [_run_figures(result, bundle) for result, bundle in runs]
+    out: dict[str, Any] = {
+        key: _mean([r[key] for r in per_run])
+        for key in ("mean_attainment", "sm_activity", "sm_activity_run", "fairness", "makespan_s", "energy_j")
+    }
+    out["runs"] = len(per_run)
+    out["per_run"] = per_run
+    names = [a["name"] for a in runs[0][0]["applications"]]
+    out["apps"] = {
+        name: _app_summary(
+            [a for result, _ in runs for a in result["applications"] if a["name"] == name], solos.get(name)
+        )
+        for name in names
+    }
+    if errors:
+        out["error"] = "; ".join(errors)
+    return out
+
+
+def scheduler_runs(
+    sweep: Sweep, state: State, name: str, level: Level, scheduler: str
+) -> tuple[list[Run], list[str]]:
+    """Return the finished runs of a workflow under a scheduler at a level (first, then repeats) and
+    the errors of those that failed."""
+    runs: list[Run] = []
+    errors: list[str] = []
+    repeat = 1
+    while True:
+        step = first_run(sweep, name, level.name, scheduler, repeat)
+        entry = state.get(step)
+        if entry is None:
+            return runs, errors
+        result = state.result(step)
+        if result is not None and not entry.get("error"):
+            runs.append((result, state.bundle_dir(entry)))
+        else:
+            errors.append(f"run {repeat}: {entry.get('error') or entry.get('status')}")
+        repeat += 1
+
+
+def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
+    """Return each node's application result alone at a level, for the nodes that ran alone there."""
+    out = {}
+    for node in sweep.base[name]["workflows"]:
+        solo = state.result(Step(name, "solo", level, sweep.spec.schedulers[0], node))
+        if solo and solo["applications"]:
+            out[node] = solo["applications"][0]
+    return out
+
+
+def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
+    """Return the summary: {"platform", "workflows": {name: {scheduler: {...}}}, "level", "sweep",
+    "breaks"}; the workflows' tables are at the knee (with a search) or at the last level."""
+    levels = table_levels(sweep, state)
+    if levels is None:
+        raise SweepError("the break-level search has not found the knee yet: run the sweep first")
+    level = levels[-1]
+    workflows: dict[str, Any] = {}
+    platform: dict[str, Any] | None = None
+    for name in sweep.base:
+        solos = _solos(sweep, state, name, level.name)
+        per: dict[str, Any] = {}
+        for scheduler in sweep.spec.schedulers:
+            runs, errors = scheduler_runs(sweep, state, name, level, scheduler)
+            platform = platform or (runs[0][0]["platform"] if runs else None)
+            per[scheduler] = _scheduler_summary(runs, solos, errors)
+        workflows[name] = per
+    rows: list[dict[str, Any]] = []
+    breaks: dict[str, Any] = {}
+    for scheduler in sweep.spec.schedulers:
+        if sweep.spec.search is not None:
+            walk = scheduler_walk(sweep, state, scheduler, level.name)
+            measured = walk.measured
+            breaks[scheduler] = {
+                "level": walk.breaks_at.name if walk.breaks_at else None,
+                "pending": walk.next.key if walk.next else None,
+                "ended": f"{walk.failed[0].name}: {walk.failed[1]}" if walk.failed else None,
+            }
+        else:
+            measured = [(lv, first_run(sweep, sweep.search_workflow, lv.name, scheduler)) for lv in levels]
+        for lv, step in measured:
+            result = state.result(step)
+            if result is None:
+                continue
+            alone = {k: v["slo_attainment"] for k, v in _solos(sweep, state, step.workflow, lv.name).items()}
+            rows.append(
+                {
+                    "level": lv.name,
+                    "load": lv.load,
+                    "scheduler": scheduler,
+                    "mean_attainment": result["mean_attainment"],
+                    "apps": {a["name"]: a["slo_attainment"] for a in result["applications"]},
+                    "alone": alone,
+                }
+            )
+    below = sweep.threshold(sweep.spec.schedulers[0]) if sweep.spec.search is not None else None
+    return {
+        "platform": platform,
+        "workflows": workflows,
+        "level": {"name": level.name, "load": level.load, "knee_below": below},
+        "sweep": rows,
+        "breaks": breaks,
+    }
+
+
+def write_plots(
+    sweep: Sweep, state: State, summary: Mapping[str, Any], folder: Path, stem: str, fmt: str = "png"
+) -> list[Path]:
+    """Draw the sweep's plots into ``folder`` as ``<stem>-attainment.<fmt>`` and ``<stem>-sm-activity.<fmt>``
+    (the first run of the searched workflow under each scheduler at the table level); return the files."""
+    level = sweep.level(summary["level"]["name"])
+    timelines = {}
+    for scheduler in sweep.spec.schedulers:
+        runs, _ = scheduler_runs(sweep, state, sweep.search_workflow, level, scheduler)
+        if runs:
+            result, bundle = runs[0]
+            series, _ = TelemetryRecorder.load(bundle).sm_activity()
+            if series is not None:
+                timelines[scheduler] = (list(series.t), list(series.v), active_span(result["applications"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    drawn = [
+        attainment_plot(summary["workflows"], sweep.spec.schedulers, folder / f"{stem}-attainment.{fmt}"),
+        sm_activity_plot(timelines, folder / f"{stem}-sm-activity.{fmt}"),
+    ]
+    return [p for p in drawn if p is not None]
+
+
+def write_summary(
+    sweep: Sweep, state: State, json_path: Path, md_path: Path, command: str, plot_format: str = "png"
+) -> tuple[dict[str, Any], list[Path]]:
+    """Write the summary JSON (and ``<name>-sweep.json``), the plots beside the Markdown, and the
+    Markdown, keeping its hand-written part. Returns the summary and the plot files written."""
+    summary = summarize(sweep, state)
+    hand_written = f"## How to run\n\n```\nconsumerbench sweep {sweep.path}\n```\n"
+    if md_path.is_file() and HAND_WRITTEN_MARKER in md_path.read_text():
+        text = md_path.read_text()
+        hand_written = text[text.index(HAND_WRITTEN_MARKER) + len(HAND_WRITTEN_MARKER) :]
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    tables = {k: summary[k] for k in ("platform", "workflows")}
+    json_path.write_text(json.dumps(tables, indent=1) + "\n")
+    sweep_path = json_path.with_name(f"{json_path.stem}-sweep.json")
+    sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep", "breaks")}, indent=1) + "\n")
+    plots = write_plots(sweep, state, summary, md_path.parent, md_path.stem, plot_format)
+    md_path.write_text(render_markdown(sweep, summary, [p.name for p in plots], hand_written, command))
+    return summary, plots

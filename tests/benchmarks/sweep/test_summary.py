@@ -1,0 +1,144 @@
+"""The summary: pooled runs, walks and break levels, the Markdown and its hand-written part, the plots,
+and the committed H200 tables regenerated from their archive."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+from benchmarks.cli import main
+from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
+from benchmarks.sweep.state import State, Step
+from benchmarks.sweep.summary import summarize, write_summary
+from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
+
+
+def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_serving(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.2])
+    record(state, Step("mix", "solo", "L0", "greedy", "chat"), [0.1, 0.1])
+    record(state, Step("mix", "mix", "L0", "credit"), [0.1, 0.3])
+    record(state, Step("mix", "mix", "L0", "credit", repeat=2), [0.1, 0.3], error="chat: exit code -11")
+    not_run(state, Step("mix", "mix", "L0", "partition"), "no GPU")
+    summary = summarize(sweep, state)
+    greedy = summary["workflows"]["mix"]["greedy"]
+    assert greedy["runs"] == 2 and greedy["mean_attainment"] == pytest.approx(0.75)
+    assert [r["mean_attainment"] for r in greedy["per_run"]] == [0.5, 1.0]
+    assert greedy["sm_activity"] == pytest.approx(80.0) and greedy["sm_activity_run"] == 40.0
+    chat = greedy["apps"]["chat"]
+    assert (
+        chat["requests"] == 4 and chat["slo_attainment"] == 0.75 and chat["slo_attainment_runs"] == [0.5, 1.0]
+    )
+    assert chat["latency_s"]["ttft"]["p50"] == pytest.approx(0.15)  # over the 4 requests pooled
+    assert chat["solo_attainment"] == 1.0 and chat["slowdown_vs_solo"]["ttft"] == pytest.approx(1.5)
+    # A run with a failed application is a broken measurement: reported, not averaged in.
+    credit = summary["workflows"]["mix"]["credit"]
+    assert credit["runs"] == 1 and credit["error"] == "run 2: chat: exit code -11"
+    partition = summary["workflows"]["mix"]["partition"]
+    assert (
+        partition["runs"] == 0
+        and partition["mean_attainment"] is None
+        and partition["error"] == "run 1: no GPU"
+    )
+    assert summary["workflows"]["content-creation"]["greedy"]["runs"] == 0
+
+
+def test_the_walks_rows_and_break_levels_with_each_application_alone_above_the_knee(tmp_path):
+    sweep, state = h200(), State(tmp_path)
+    attained(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    attained(state, Step("mix", "sweep", "L1", "greedy"), 0.5)
+    attained(state, Step("mix", "mix", "L1", "credit"), 1.0)
+    attained(state, Step("mix", "mix", "L1", "partition"), 0.0)
+    attained(state, Step("mix", "sweep", "L2", "credit"), 0.95)
+    attained(state, Step("mix", "sweep", "L3", "credit"), 0.5)
+    attained(state, Step("mix", "sweep", "L0", "partition"), 1.0)
+    attained(state, Step("mix", "solo", "L3", "greedy", "chat"), 0.0)
+    summary = summarize(sweep, state)
+    assert summary["breaks"] == {
+        "greedy": {"level": "L1", "pending": None, "ended": None},
+        "credit": {"level": "L3", "pending": None, "ended": None},
+        "partition": {"level": "L1", "pending": None, "ended": None},
+    }
+    rows = [(r["scheduler"], r["level"], r["mean_attainment"], r["alone"]) for r in summary["sweep"]]
+    assert rows == [
+        ("greedy", "L0", 1.0, {}),
+        ("greedy", "L1", 0.5, {}),
+        ("credit", "L1", 1.0, {}),
+        ("credit", "L2", 0.95, {}),
+        ("credit", "L3", 0.5, {"chat": 0.0}),
+        ("partition", "L0", 1.0, {}),
+        ("partition", "L1", 0.0, {}),
+    ]
+    assert summary["level"] == {
+        "name": "L1",
+        "load": "4 chat sessions, 2 image generators",
+        "knee_below": 0.9,
+    }
+
+
+def test_a_walk_ended_by_a_failed_level_is_said_in_the_markdown(tmp_path):
+    sweep, state = h200(), State(tmp_path / "state")
+    attained(state, Step("mix", "sweep", "L0", "greedy"), 1.0)
+    attained(state, Step("mix", "sweep", "L1", "greedy"), 0.0)
+    attained(state, Step("mix", "mix", "L1", "partition"), 0.0)
+    record(state, Step("mix", "sweep", "L0", "partition"), [0.1, 0.9])
+    attained(state, Step("mix", "mix", "L1", "credit"), 1.0)
+    not_run(state, Step("mix", "sweep", "L2", "credit"), "CUDA out of memory")
+    write_summary(sweep, state, tmp_path / "s.json", tmp_path / "s.md", "consumerbench sweep x --summarize")
+    breaks = json.loads((tmp_path / "s-sweep.json").read_text())["breaks"]
+    assert breaks["partition"]["level"] == "L0"
+    assert breaks["credit"] == {"level": None, "pending": None, "ended": "L2: CUDA out of memory"}
+    text = (tmp_path / "s.md").read_text()
+    assert (
+        "Break levels: greedy L1, credit none before its sweep ended (L2: CUDA out of memory), partition L0."
+        in text
+    )
+    assert "| L0 | one user of each application | partition | 50 % | chat 50 % |" in text
+
+
+def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_beside_it(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path / "state")
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.2])
+    md = tmp_path / "s.md"
+    md.write_text(f"# old tables\n\n{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
+    _, plots = write_summary(
+        sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize", "svg"
+    )
+    text = md.read_text()
+    assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
+    assert "| greedy | 2 | 75 % (50 %, 100 %) | 80.0 % (40.0 %) |" in text
+    assert [p.name for p in plots] == ["s-attainment.svg", "s-sm-activity.svg"]
+    assert "`s-attainment.svg`, `s-sm-activity.svg`" in text and "![" not in text
+    for plot in plots:
+        assert ElementTree.parse(plot).getroot().tag.endswith("svg")
+    _, plots = write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in plots)
+
+
+def test_the_committed_h200_tables_are_regenerated_from_their_archive(tmp_path):
+    out = tmp_path / "schedulers-h200.json"
+    md = tmp_path / "schedulers-h200.md"
+    md.write_text((ROOT / "docs/results/schedulers-h200.md").read_text())
+    code = main(
+        [
+            "sweep",
+            str(ROOT / "studies/h200/mix.yml"),
+            "--summarize",
+            "--from-archive",
+            str(ROOT / "docs/results/h200-study-gpu.tar.gz"),
+            "--json",
+            str(out),
+            "--md",
+            str(md),
+        ]
+    )
+    assert code == 0
+    for name in ("schedulers-h200.json", "schedulers-h200-sweep.json"):
+        assert (tmp_path / name).read_text() == (ROOT / "docs/results" / name).read_text()
+    committed = (ROOT / "docs/results/schedulers-h200.md").read_text()
+    # The same tables and the same hand-written part; only the command in the head names the paths given.
+    assert md.read_text().split("\n")[5:] == committed.split("\n")[5:]
