@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FileField, FilePolicy, where
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.spec.model import DATA_FILE, FileField
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Workflow
+    from benchmarks.spec.model import Workflow
 
 
 class Gate(Protocol):
@@ -56,6 +56,13 @@ class Scheduler(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+
+    @classmethod
+    def spec_problems(cls, workflow: Workflow) -> list[str]:
+        """Return sentences for what in a workflow this scheduler can never serve (checked when the
+        workflow is loaded with this scheduler as its default, and when a run is launched); empty
+        when it can."""
+        return []
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         """Prepare the run before any application process starts; raise SchedulerError if impossible."""

@@ -26,7 +26,7 @@ from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
 from benchmarks.schedulers.partition import PartitionScheduler
 
 if TYPE_CHECKING:
-    from benchmarks.spec import SLO, Workflow
+    from benchmarks.spec.model import SLO, Workflow
 
 # The spin-then-sleep wait starts its sleeps this short and doubles them up to max_sleep_s.
 FIRST_SLEEP_S = 20e-6

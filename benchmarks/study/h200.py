@@ -42,7 +42,9 @@ from typing import Any
 
 from benchmarks.clock import now
 from benchmarks.results import write_bundle
-from benchmarks.spec import Workflow, from_dict, load_file, to_dict
+from benchmarks.spec.export import to_dict
+from benchmarks.spec.load import from_dict, load_file
+from benchmarks.spec.model import Workflow
 
 STUDY_DIR = Path(__file__).resolve().parent
 WORKFLOWS: dict[str, Path] = {
@@ -517,7 +519,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
     """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
     from benchmarks.metrics import application_metrics
-    from benchmarks.spec import parse_slo
+    from benchmarks.spec.model import parse_slo
 
     first = runs[0]
     pooled = application_metrics(

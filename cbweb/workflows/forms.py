@@ -2,7 +2,7 @@
 
 Type-specific fields come from each ``AppType.options`` pydantic model, so a new application type
 appears in the editor without web changes. The forms only collect values: ``editor_to_dict`` turns
-them into the mapping ``benchmarks.spec.from_dict`` validates, and ``attach_errors`` puts each engine
+them into the mapping ``benchmarks.spec.load.from_dict`` validates, and ``attach_errors`` puts each engine
 error next to the field its path names.
 """
 
@@ -19,10 +19,11 @@ from annotated_types import Ge, Gt, Le, Lt
 from django import forms
 from pydantic_core import PydanticUndefined
 
-from benchmarks import spec as engine_spec
-from benchmarks.apps import APP_TYPES
+from benchmarks.apps import APP_TYPES, app_type
 from benchmarks.apps.base import AppType
 from benchmarks.schedulers import SCHEDULERS
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
 
 NO_SLO = "none"
 ARRIVAL_KINDS = ("closed", "fixed", "poisson", "trace")
@@ -149,10 +150,10 @@ class ApplicationCardForm(forms.Form):
     model = forms.CharField(required=False, max_length=500, help_text="blank = the type's default model")
     client_model = forms.CharField(required=False, max_length=500)
     num_requests = forms.IntegerField(min_value=1, required=False, help_text="blank = the type's default")
-    device = forms.ChoiceField(choices=[(d, d) for d in engine_spec.DEVICES], initial="auto")
+    device = forms.ChoiceField(choices=[(d, d) for d in spec_model.DEVICES], initial="auto")
     mps = forms.IntegerField(min_value=0, max_value=100, required=False, label="MPS share (%)")
     priority = forms.ChoiceField(
-        choices=[("", "(type default)")] + [(p, p) for p in engine_spec.PRIORITIES], required=False
+        choices=[("", "(type default)")] + [(p, p) for p in spec_model.PRIORITIES], required=False
     )
     slo = forms.CharField(
         label="SLO",
@@ -319,7 +320,7 @@ def editor_to_dict(
     for card in cards:
         unit_name = (card.get("uses") or "").strip() or card["node"]
         unit = card_unit(card)
-        if unit_name in engine_spec.RESERVED_KEYS:
+        if unit_name in spec_load.RESERVED_KEYS:
             problems.append(f"'{unit_name}' is a reserved name; name the card differently")
             continue
         if unit_name in data and data[unit_name] != unit:
@@ -337,7 +338,7 @@ def editor_to_dict(
     return data, problems
 
 
-def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def workflow_to_editor(workflow: spec_model.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return the editor's initial values (workflow form, cards) for an engine workflow."""
     meta = {
         "name": workflow.name,
@@ -350,7 +351,7 @@ def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], 
     cards = []
     for node in workflow.nodes.values():
         unit = workflow.applications[node.uses]
-        app = unit.app_type
+        app = app_type(unit)
         slo_text = ", ".join(str(s) for s in unit.slo)
         card: dict[str, Any] = {
             "node": node.name,
@@ -389,7 +390,7 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\[\d+\]|[A-Za-z0-9_\-]+')
 
 
 def split_path(path: str) -> list[str | int]:
-    """Invert ``benchmarks.spec.format_path``: ``workflows."my node".depend_on[1]`` -> parts."""
+    """Invert ``benchmarks.spec.model.format_path``: ``workflows."my node".depend_on[1]`` -> parts."""
     parts: list[str | int] = []
     for token in _TOKEN.findall(path or ""):
         if token.startswith("["):
@@ -422,7 +423,7 @@ def _card_field(
     return option if option in form.fields else None
 
 
-def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[engine_spec.SpecError]) -> list[str]:
+def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[spec_model.SpecError]) -> list[str]:
     """Add each engine error to the field it concerns; return those that concern no single field."""
     cards = [f for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
     by_node = {f.cleaned_data["node"]: f for f in cards}

@@ -10,7 +10,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchmarks import spec as engine_spec
+from benchmarks.spec import export as spec_export
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
 from cbweb.permissions import can_edit, check_can_edit, readable
 from cbweb.runs.selectors import run_list
 from cbweb.workflows import selectors, services
@@ -90,16 +92,16 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
             general.append(problem)
         else:
             try:
-                parsed = engine_spec.load_yaml(
+                parsed = spec_load.load_yaml(
                     text or "", name=workflow.name if workflow else "imported", limits=spec_limits()
                 )
                 services.workflow_check_files(workflow=parsed)
-            except engine_spec.WorkflowValidationError as exc:
+            except spec_model.WorkflowValidationError as exc:
                 import_errors = exc.to_json()
             else:
                 meta_initial, cards = workflow_to_editor(parsed)
                 meta, formset = build_editor(meta_initial=meta_initial, cards_initial=cards)
-                svg = dag_svg(nodes_of_spec(engine_spec.to_dict(parsed)))
+                svg = dag_svg(nodes_of_spec(spec_export.to_dict(parsed)))
                 messages.info(request, f"imported {len(cards)} node(s); review and save")
     elif action is not None:
         meta, formset = build_editor(data=request.POST)
@@ -130,13 +132,13 @@ def _editor(request: HttpRequest, workflow: Any = None) -> HttpResponse:
                         return redirect("workflows:detail", pk=workflow.pk)
                     services.workflow_parse(name=meta.cleaned_data["name"], spec=data)
                     messages.info(request, "the workflow is valid")
-                except engine_spec.WorkflowValidationError as exc:
+                except spec_model.WorkflowValidationError as exc:
                     general.extend(attach_errors(meta, formset, exc.errors))
     elif workflow is not None:
         version = selectors.version_latest(workflow=workflow)
         try:
             meta_initial, cards = workflow_to_editor(selectors.version_workflow(version=version))
-        except engine_spec.WorkflowValidationError as exc:
+        except spec_model.WorkflowValidationError as exc:
             # A version saved before a rule existed (names, issue 17): show why; the user re-imports it.
             meta, formset = build_editor()
             import_errors = exc.to_json()
@@ -193,7 +195,7 @@ def workflow_preview(request: HttpRequest) -> JsonResponse:
         errors += [{"field": None, "message": p} for p in problems]
         try:
             services.workflow_parse(name=meta.cleaned_data["name"], spec=data)
-        except engine_spec.WorkflowValidationError as exc:
+        except spec_model.WorkflowValidationError as exc:
             errors += [{"field": None, "message": m} for m in attach_errors(meta, formset, exc.errors)]
     for name, messages_ in meta.errors.items():
         errors += [{"field": f"{name}", "message": m} for m in messages_]

@@ -10,18 +10,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.spec import (
-    MAX_FILE_BYTES,
-    SpecError,
-    Workflow,
-    WorkflowValidationError,
-    dump_yaml,
-    from_dict,
-    load_file,
-    load_yaml,
-    parse_slo,
-    to_dict,
-)
+from benchmarks.spec.export import dump_yaml, to_dict
+from benchmarks.spec.load import from_dict, load_file, load_yaml
+from benchmarks.spec.model import MAX_FILE_BYTES, SpecError, Workflow, WorkflowValidationError, parse_slo
 
 EXAMPLES = sorted(
     p for p in (Path(__file__).parents[2] / "examples").iterdir() if p.suffix in (".yml", ".json")
@@ -345,7 +336,7 @@ workflows:
 
 
 def test_mps_shares_of_sequential_nodes_do_not_add_up() -> None:
-    from benchmarks.spec import concurrent_sets_max
+    from benchmarks.spec.graph import concurrent_sets_max
 
     wf = load_yaml("""
 a: {type: Sleep, mps: 60}

@@ -15,17 +15,15 @@ from benchmarks.perf.spec_limits import (
     old_topological_order,
     pairs_workflow,
 )
-from benchmarks.spec import (
+from benchmarks.schedulers.mps import ShareError, partition_share_plan
+from benchmarks.spec.graph import concurrent_sets_max
+from benchmarks.spec.load import from_dict, load_yaml
+from benchmarks.spec.model import (
     DEFAULT_LIMITS,
     Limits,
     Node,
-    ShareError,
     Workflow,
     WorkflowValidationError,
-    concurrent_sets_max,
-    from_dict,
-    load_yaml,
-    partition_share_plan,
     requests_per_run,
 )
 

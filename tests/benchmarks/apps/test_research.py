@@ -12,7 +12,7 @@ import pytest
 from benchmarks.apps.datasets import DATA_DIR, Input
 from benchmarks.apps.research import Library, action_grammar, calculate, check
 from benchmarks.runner import run_workflow
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 RESEARCH = """
 research:

@@ -10,7 +10,8 @@ import pytest
 
 from benchmarks.metrics import application_metrics
 from benchmarks.runner import TIME_LIMIT_REASON
-from benchmarks.spec import from_dict, parse_slo
+from benchmarks.spec.load import from_dict
+from benchmarks.spec.model import parse_slo
 from benchmarks.study.h200 import (
     HAND_WRITTEN_MARKER,
     KNEE,

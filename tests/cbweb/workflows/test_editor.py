@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 
 from benchmarks.apps import APP_TYPES
-from benchmarks.apps.base import AppOptions, AppType
-from benchmarks.spec import format_path, load_yaml
+from benchmarks.apps.base import AppType
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import AppOptions, format_path
 from cbweb.workflows.forms import build_editor, split_path, workflow_to_editor
 from cbweb.workflows.models import Workflow
 from cbweb.workflows.selectors import version_latest, version_workflow
