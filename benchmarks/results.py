@@ -179,7 +179,7 @@ def write_bundle(result: dict[str, Any], out_dir: Path) -> Path:
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     for app in result["applications"]:
-        # Node names are identifiers (benchmarks.spec.model), so each maps to its own file, checked to stay here.
+        # Node names are identifiers (benchmarks.spec), so each maps to its own file, checked to stay here.
         _write_requests_csv(app, bundle_path(out_dir, f"{app['name']}.csv"))
     path = out_dir / "result.json"
     tmp = path.with_suffix(".json.tmp")

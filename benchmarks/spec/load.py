@@ -260,8 +260,6 @@ def _check_workflow_keys(kwargs: dict[str, Any], errors: Collector) -> dict[str,
         errors.add(("repeat",), "'repeat' must be at least 1")
     if "scheduler" in out and out["scheduler"] not in SCHEDULERS:
         errors.add(("scheduler",), f"unknown scheduler '{out['scheduler']}'; known: {', '.join(SCHEDULERS)}")
-    if "name" in out and not str(out["name"]).strip():
-        errors.add(("name",), "'name' must not be empty")
     return out
 
 

@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 MAX_FILE_BYTES = 1024 * 1024
 # Bounds the work of alias expansion ("billion laughs") and of hostile nesting.
@@ -368,8 +368,8 @@ def dependency_cycles(nodes: Mapping[str, Node]) -> list[list[str]]:
         try:
             graphlib.TopologicalSorter(graph).prepare()
         except graphlib.CycleError as exc:
-            # graphlib lists a cycle as [a, b, ..., a] with each node a dependency of the one before.
-            cycle: list[str] = exc.args[1][:-1]
+            # graphlib lists a cycle as [a, b, ..., a], each node a dependency of the one after it.
+            cycle: list[str] = list(reversed(exc.args[1]))[:-1]
             start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
             cycles.append(cycle[start:] + cycle[:start])
             out = set(cycle)
@@ -398,6 +398,45 @@ class Workflow(BaseModel):
     applications: dict[str, Application]
     nodes: dict[str, Node]
 
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not name.strip():
+            raise ValueError("must not be empty")
+        return name
+
+    @model_validator(mode="after")
+    def _check_structure(self) -> Workflow:
+        problems: list[str] = []
+        if not self.applications:
+            problems.append("the workflow defines no application units")
+        if not self.nodes:
+            problems.append("'workflows' defines no nodes")
+        problems += [
+            f"unit '{key}' holds a unit named '{app.name}'"
+            for key, app in self.applications.items()
+            if key != app.name
+        ]
+        problems += [
+            f"node '{key}' holds a node named '{node.name}'"
+            for key, node in self.nodes.items()
+            if key != node.name
+        ]
+        problems += [
+            f"{format_path(path)}: {message}" for path, message in dag_problems(self.applications, self.nodes)
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Workflow:
+        """Return a copy; with ``update`` the copy is validated like a new workflow (pydantic's own
+        ``model_copy`` skips validation, which would let an update break the DAG rules)."""
+        copy = super().model_copy(update=update, deep=deep)
+        if not update:
+            return copy
+        return type(self).model_validate({name: getattr(copy, name) for name in type(self).model_fields})
+
     def unit_of(self, node: str) -> Application:
         """Return the application unit a node uses."""
         return self.applications[self.nodes[node].uses]
@@ -408,16 +447,8 @@ class Workflow(BaseModel):
         Stable: among the nodes whose dependencies are met, the one defined first comes first.
         """
         index = {name: i for i, name in enumerate(self.nodes)}
-        for node in self.nodes.values():
-            unknown = [d for d in node.depend_on if d not in index]
-            if unknown:
-                raise ValueError(f"node '{node.name}' depends on unknown node(s): {', '.join(unknown)}")
         sorter = graphlib.TopologicalSorter({n: node.depend_on for n, node in self.nodes.items()})
-        try:
-            sorter.prepare()
-        except graphlib.CycleError as exc:
-            cycle = list(reversed(exc.args[1]))
-            raise ValueError("dependency cycle: " + " -> ".join(cycle)) from None
+        sorter.prepare()  # cannot raise CycleError: a Workflow has no cycle
         ready = [index[n] for n in sorter.get_ready()]
         heapq.heapify(ready)
         names = list(self.nodes)
