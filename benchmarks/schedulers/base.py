@@ -35,6 +35,23 @@ class GateSpec(ABC):
         """Return the gate to use inside the application process."""
 
 
+class OpenGate:
+    """A gate that never waits (greedy's gate, and the base of gates that only watch)."""
+
+    def acquire(self, app: str, kind: str) -> None:
+        return None
+
+    def release(self, app: str, kind: str) -> None:
+        return None
+
+
+class OpenGateSpec(GateSpec):
+    """The recipe of an ``OpenGate``."""
+
+    def open(self) -> Gate:
+        return OpenGate()
+
+
 class SchedulerError(RuntimeError):
     """The scheduler cannot serve this run on this machine (e.g. MPS absent); the message says why."""
 

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.clock import now
 from benchmarks.platform import gpus
-from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler, SchedulerError
-from benchmarks.schedulers.greedy import OpenGate
+from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, OpenGate, Scheduler, SchedulerError
 from benchmarks.schedulers.mps import (
     MpsDaemon,
     client_env,
