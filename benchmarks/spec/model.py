@@ -4,10 +4,10 @@ The bottom of the engine: this module imports nothing from ``benchmarks`` (the l
 application and scheduler registries and the file policy all sit above it), so any layer may import
 these types without loading the YAML machinery.
 
-A ``Workflow`` cannot hold an invalid DAG: constructing one (``Workflow(...)``,
-``Workflow.model_validate``, ``workflow.model_copy(update=...)``) checks that every ``uses`` names a
-unit, every dependency a node other than itself (once), that the dependencies form no cycle, that
-every name is an identifier and no two node names differ only in case. ``model_construct`` is
+A ``Workflow`` cannot hold an invalid DAG: making one (``Workflow(...)``, ``Workflow.model_validate``,
+``workflow.model_copy(update=...)``: see ``SpecModel``) checks that every ``uses`` names a unit,
+every dependency a node other than itself (once), that the dependencies form no cycle, that every
+name is an identifier and no two node names differ only in case. ``model_construct`` is
 pydantic's explicit way to skip validation; nothing in the engine calls it on a ``Workflow``.
 What depends on the registries (application types and their keys, scheduler names) or on the input
 (limits, YAML lines) is checked by ``benchmarks.spec.load``.
@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
@@ -187,16 +187,35 @@ MODEL = FileField("model", folder=True, max_bytes=None)
 # SLOs and arrival processes
 # --------------------------------------------------------------------------------------------------
 
+
+class SpecModel(BaseModel):
+    """Base of the spec's types: frozen, unknown keys refused, and validated however a value is made.
+
+    Pydantic validates on construction and ``model_validate`` but not in ``model_copy(update=...)``;
+    here a copy with an update is validated like a new value. ``model_construct`` remains pydantic's
+    explicit way around validation.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """Return a copy; with ``update`` the copy is validated (a ValidationError names the problem)."""
+        copy = super().model_copy(update=update, deep=deep)
+        if not update:
+            return copy
+        return self.model_validate({name: getattr(copy, name) for name in type(self).model_fields})
+
+
 _SLO_RE = re.compile(
     r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us)?\s*$"
 )
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, None: 1.0}
 
 
-class SLO(BaseModel):
+class SLO(SpecModel):
     """A latency objective on one metric: ``ttft<=1s`` means the request's TTFT is at most 1 s."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     metric: str
     op: Literal["<", "<="] = "<="
@@ -228,10 +247,10 @@ def parse_slo(text: str) -> SLO:
     return SLO(metric=metric.lower(), op="<" if op == "<" else "<=", threshold_s=value)
 
 
-class Arrival(BaseModel):
+class Arrival(SpecModel):
     """How requests arrive: a closed loop with think time, a fixed rate, Poisson, or a trace file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     kind: Literal["closed", "fixed", "poisson", "trace"] = "closed"
     think_time_s: float = Field(0.0, ge=0, le=86_400)
@@ -259,20 +278,18 @@ class Arrival(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 
-class AppOptions(BaseModel):
+class AppOptions(SpecModel):
     """Type-specific keys of an application unit (each type subclasses it); unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-class Application(BaseModel):
+class Application(SpecModel):
     """One application unit: its type, model, request count, placement, SLOs and options.
 
     ``type`` is the canonical name of a registered application type (``benchmarks.apps.app_type``
     returns its declaration); the loader resolves aliases and checks the type's keys and SLO metrics.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     name: str = Field(pattern=UNIT_LABEL_PATTERN, max_length=NAME_MAX_CHARS)
     type: str
@@ -291,10 +308,8 @@ class Application(BaseModel):
     options: AppOptions
 
 
-class Node(BaseModel):
+class Node(SpecModel):
     """One node of the DAG: an instance of a unit, with its dependencies."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     uses: str
@@ -378,14 +393,12 @@ def dependency_cycles(nodes: Mapping[str, Node]) -> list[list[str]]:
         return cycles
 
 
-class Workflow(BaseModel):
+class Workflow(SpecModel):
     """A validated workflow: units, DAG nodes, default scheduler, repetitions, seed.
 
     Constructing one checks every structural rule (``dag_problems``, each unit and node under its own
-    name, at least one of each); ``model_copy(update=...)`` validates the copy as well.
+    name, at least one of each); so do ``model_validate`` and ``model_copy(update=...)``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     description: str = ""
@@ -428,14 +441,6 @@ class Workflow(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Workflow:
-        """Return a copy; with ``update`` the copy is validated like a new workflow (pydantic's own
-        ``model_copy`` skips validation, which would let an update break the DAG rules)."""
-        copy = super().model_copy(update=update, deep=deep)
-        if not update:
-            return copy
-        return type(self).model_validate({name: getattr(copy, name) for name in type(self).model_fields})
 
     def unit_of(self, node: str) -> Application:
         """Return the application unit a node uses."""

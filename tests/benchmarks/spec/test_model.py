@@ -167,6 +167,12 @@ def test_model_copy_with_an_update_cannot_break_the_dag() -> None:
     assert renamed.name == "v" and renamed.nodes == wf.nodes
 
 
+def test_model_copy_of_a_unit_or_node_with_a_bad_update_is_refused() -> None:
+    assert "num_requests" in refused(lambda: unit().model_copy(update={"num_requests": 0}))
+    assert "name" in refused(lambda: node("x").model_copy(update={"name": "../x"}))
+    assert "rate" in refused(lambda: Arrival().model_copy(update={"rate": 2.0}))
+
+
 def test_a_workflow_is_frozen() -> None:
     wf = workflow(node("x"))
     with pytest.raises(ValidationError, match="frozen"):
