@@ -184,7 +184,7 @@ MODEL = FileField("model", folder=True, max_bytes=None)
 
 
 # --------------------------------------------------------------------------------------------------
-# SLOs and arrival processes
+# The base of the spec's types
 # --------------------------------------------------------------------------------------------------
 
 
@@ -204,6 +204,11 @@ class SpecModel(BaseModel):
         if not update:
             return copy
         return self.model_validate({name: getattr(copy, name) for name in type(self).model_fields})
+
+
+# --------------------------------------------------------------------------------------------------
+# SLOs and arrival processes
+# --------------------------------------------------------------------------------------------------
 
 
 _SLO_RE = re.compile(
