@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchmarks import metrics, monitor
+from benchmarks.apps import app_type
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
@@ -26,12 +27,8 @@ from benchmarks.progress import RunProgress
 from benchmarks.results import default_out_dir, slo_table, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
-from benchmarks.spec import (
-    SpecError,
-    Workflow,
-    WorkflowValidationError,
-    load_file,
-)
+from benchmarks.spec.load import load_file
+from benchmarks.spec.model import SpecError, Workflow, WorkflowValidationError
 from benchmarks.sweep import cli as sweep_cli
 from benchmarks.table import text_table
 
@@ -184,7 +181,7 @@ class Progress:
         self.progress = RunProgress(workflow)
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
-        self.records = {n: workflow.unit_of(n).app_type.record for n in self.names}
+        self.records = {n: app_type(workflow.unit_of(n)).record for n in self.names}
         self.drawn = False
         self.lock = threading.Lock()
 

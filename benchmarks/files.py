@@ -2,8 +2,9 @@
 
 A workflow names files in its spec (a model, prompts, audio, a reference transcript, an arrival
 trace, a documents folder, a dataset). Those fields are marked in the pydantic models with a
-``FileField`` (``Annotated[str | None, DATA_FILE]``); ``file_fields`` walks a unit's models to find
-them, so a new application type's file keys are covered by marking them, never by a second list.
+``FileField`` (``Annotated[str | None, DATA_FILE]``, defined with the spec model in
+``benchmarks.spec.model``); ``file_fields`` walks a unit's models to find them, so a new
+application type's file keys are covered by marking them, never by a second list.
 
 A ``FilePolicy`` is either unrestricted (the local CLI: the user's own machine) or restricted to
 allowed roots (the web server, the API and the workers: ``CB_DATA_DIRS`` / ``CB_MODEL_DIRS``). Under a
@@ -17,7 +18,7 @@ is checked as a path (a hub id is not downloaded under a restricted policy: it i
 other, outside the model folders).
 
 ``bundle_path`` builds every path under a run's result folder from names (node names are
-identifiers, see ``benchmarks.spec``) and refuses one that would leave it.
+identifiers, see ``benchmarks.spec.model``) and refuses one that would leave it.
 """
 
 from __future__ import annotations
@@ -28,21 +29,15 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from benchmarks.data import DATA_DIR
 from benchmarks.models.cache import cache_dir
 from benchmarks.models.catalogue import PACKAGED, RANDOM, package_dir
+from benchmarks.spec.model import MODEL, FileField, FileKind
 
-FileKind = Literal["data", "model"]
-
-# Caps on what one read may bring into memory: text inputs (prompts, questions, traces, transcripts,
-# documents) are small; an audio clip is decoded whole. Model files are loaded by their libraries
-# (mapped, not read into memory by us), so they have no cap here.
-TEXT_MAX_BYTES = 16 * 1024 * 1024
-AUDIO_MAX_BYTES = 512 * 1024 * 1024
 # A folder field (documents, audio) reads at most this many files; a model folder holds at most as
 # many entries (a walk over a huge tree would stall the submit check).
 MAX_FOLDER_FILES = 10_000
@@ -54,21 +49,6 @@ PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 # A drive (C:), a UNC share (\\server, //server) or any backslash.
 _WINDOWS = re.compile(r"^([A-Za-z]:|//)|\\")
-
-
-@dataclass(frozen=True)
-class FileField:
-    """Marks a spec field that names a file (or, with ``folder``, a folder whose files are read)."""
-
-    kind: FileKind = "data"
-    folder: bool = False
-    max_bytes: int | None = TEXT_MAX_BYTES
-
-
-DATA_FILE = FileField("data")
-DATA_FILE_OR_FOLDER = FileField("data", folder=True)
-AUDIO_FILE_OR_FOLDER = FileField("data", folder=True, max_bytes=AUDIO_MAX_BYTES)
-MODEL = FileField("model", folder=True, max_bytes=None)
 
 
 class FileAccessError(ValueError):

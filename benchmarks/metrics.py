@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from benchmarks.spec import SLO
+from benchmarks.spec.model import SLO
 
 PERCENTILES = (50, 90, 99)
 # Two-sided 95 % Student t critical values for 1..30 degrees of freedom; 1.96 beyond.

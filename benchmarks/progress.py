@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from benchmarks.spec import Workflow, requests_per_run
+from benchmarks.spec.model import Workflow, requests_per_run
 
 
 class NodeProgress(TypedDict):

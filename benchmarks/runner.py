@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from benchmarks import clock, metrics
-from benchmarks.apps import driver_class
+from benchmarks.apps import app_type, driver_class
 from benchmarks.apps.base import AppContext, AppStopped, Driver, arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
@@ -36,7 +36,8 @@ from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint, gpus
 from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import GateSpec, NodePlan, Scheduler, SchedulerError
-from benchmarks.spec import Application, Workflow, to_dict
+from benchmarks.spec.export import to_dict
+from benchmarks.spec.model import Application, Workflow
 
 POLL_S = 0.05
 # Events handled per node per pass of the main loop: an application that floods its pipe (thousands of
@@ -120,7 +121,7 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
                 f"unit '{name}' asks for device: gpu, but no NVIDIA GPU is visible here "
                 "(NVML found none); use device: cpu or auto, or run it on a GPU worker"
             )
-        check = unit.app_type.check
+        check = app_type(unit).check
         if check is not None:
             # File problems already name the field and the unit.
             problems.extend(
@@ -691,7 +692,7 @@ def app_process_main(
 
     status, error, code = "succeeded", None, 0
     try:
-        cls = driver_class(unit.app_type)
+        cls = driver_class(app_type(unit))
         emit("load_start")
         drivers = [cls(unit, ctx) for ctx in contexts]
         _run_sessions(drivers, ready)

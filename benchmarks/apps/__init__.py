@@ -11,6 +11,7 @@ from benchmarks.apps.imagegen import APP as IMAGEGEN
 from benchmarks.apps.research import APP as DEEP_RESEARCH
 from benchmarks.apps.sleep import APP as SLEEP
 from benchmarks.apps.synthetic import APP as SYNTHETIC
+from benchmarks.spec.model import Application
 
 APP_TYPES: dict[str, AppType] = {
     app.name: app for app in (CHATBOT, DEEP_RESEARCH, IMAGEGEN, LIVE_CAPTIONS, SLEEP, SYNTHETIC)
@@ -25,6 +26,11 @@ def resolve_type(name: str) -> AppType | None:
     """Return the application type for a canonical name or legacy alias (case-insensitive), or None."""
     canonical = ALIASES.get(name.strip().lower())
     return APP_TYPES[canonical] if canonical else None
+
+
+def app_type(unit: Application) -> AppType:
+    """Return the registered application type of a unit (its ``type`` is a canonical name)."""
+    return APP_TYPES[unit.type]
 
 
 def driver_class(app: AppType) -> type[Driver]:

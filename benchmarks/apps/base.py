@@ -1,7 +1,7 @@
 """The shape every application plug-in has: its declaration (``AppType``) and its driver (``Driver``).
 
 An application module declares ``APP = AppType(...)`` and a ``Driver`` subclass. The module must stay
-cheap to import (the spec imports it to validate keys): heavy libraries (torch, llama_cpp, diffusers,
+cheap to import (the spec loader imports it to validate keys): heavy libraries (torch, llama_cpp, diffusers,
 faster_whisper) are imported inside ``Driver.load``, which runs in the application's own process.
 """
 
@@ -16,21 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
 from benchmarks.clock import now
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.models import Format, check_model
+from benchmarks.spec.model import DATA_FILE, Application, AppOptions
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
-    from benchmarks.spec import Application
-
-
-class AppOptions(BaseModel):
-    """Type-specific keys of an application unit; unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)

@@ -47,20 +47,14 @@ from benchmarks.apps.base import (
 from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.files import (
-    AUDIO_FILE_OR_FOLDER,
-    DATA_FILE,
-    UNRESTRICTED,
-    FileAccessError,
-    FilePolicy,
-    where,
-)
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.models import resolve
+from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3")
 

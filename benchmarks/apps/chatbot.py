@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
 from benchmarks.apps.textgen import load_generator, model_formats
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.models import resolve
+from benchmarks.spec.model import DATA_FILE, AppOptions
 
 if TYPE_CHECKING:
     from benchmarks.apps.textgen import Generator
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 ROLES = ("system", "user", "assistant")
 

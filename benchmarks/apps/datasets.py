@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.data import DATA_DIR
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FileField, FilePolicy, where
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.spec.model import DATA_FILE, FileField
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
 from benchmarks.apps.runtime import setup_torch, share_cpu_politely
 from benchmarks.clock import now
-from benchmarks.files import DATA_FILE, UNRESTRICTED, FilePolicy, bundle_path
+from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.models import ResolvedModel, resolve
 from benchmarks.models.random_image import build_random_pipeline
+from benchmarks.spec.model import DATA_FILE, AppOptions
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 FORMATS: tuple[Any, ...] = ("diffusers",)
 

@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field, unit_input
 from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
-from benchmarks.files import DATA_FILE, DATA_FILE_OR_FOLDER, UNRESTRICTED, FileAccessError, FilePolicy
+from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.models import resolve
+from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, AppOptions
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Application
+    from benchmarks.spec.model import Application
 
 DOC_SUFFIXES = (".md", ".txt")
 # The system prompt, the question and the plan stay in the conversation; tool exchanges may be dropped.

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
+from benchmarks.apps.base import AppType, Driver, RequestRecord
+from benchmarks.spec.model import AppOptions
 
 
 class SleepOptions(AppOptions):

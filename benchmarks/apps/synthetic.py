@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from benchmarks.apps.base import AppOptions, AppType, Driver, RequestRecord
+from benchmarks.apps.base import AppType, Driver, RequestRecord
 from benchmarks.clock import now
+from benchmarks.spec.model import AppOptions
 
 
 class SyntheticOptions(AppOptions):

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from benchmarks.metrics import counted
 from benchmarks.monitor.base import is_core_entity
 
 # The series the summaries read, per source; the rest only goes to the CSV files (and the sink).
@@ -327,7 +328,4 @@ def active_span(applications: Sequence[Mapping[str, Any]]) -> tuple[float, float
 
 
 def _counted(app: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    # Imported here: the sampler side (and GPU scripts using Series) need not load the spec machinery.
-    from benchmarks.metrics import counted
-
     return counted(app.get("requests", []))

@@ -28,7 +28,7 @@ from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.data import DATA_DIR
 from benchmarks.models import resolve
 from benchmarks.runner import run_workflow
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 from benchmarks.table import text_table
 
 GOAL = 1.03

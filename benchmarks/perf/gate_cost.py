@@ -20,11 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.clock import now
-from benchmarks.schedulers.base import Gate, NodePlan
+from benchmarks.schedulers.base import Gate, NodePlan, OpenGate
 from benchmarks.schedulers.credit import CreditScheduler
-from benchmarks.schedulers.greedy import OpenGate
 from benchmarks.schedulers.ledger import CreditParams
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 from benchmarks.table import text_table
 
 GOAL_US = 50.0

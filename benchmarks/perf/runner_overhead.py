@@ -15,8 +15,8 @@ from typing import Any
 from benchmarks.apps.base import AppContext
 from benchmarks.apps.sleep import SleepDriver
 from benchmarks.runner import run_workflow
-from benchmarks.schedulers.greedy import OpenGate
-from benchmarks.spec import load_yaml
+from benchmarks.schedulers.base import OpenGate
+from benchmarks.spec.load import load_yaml
 from benchmarks.table import text_table
 
 

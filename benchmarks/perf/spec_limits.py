@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from benchmarks.spec import Limits, Workflow, concurrent_sets_max, load_yaml
+from benchmarks.spec.graph import concurrent_sets_max
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import Limits, Workflow
 from benchmarks.table import text_table
 
 UNLIMITED = Limits(max_nodes=100_000, max_units=100_000, max_values=10_000_000, max_bytes=1 << 30)

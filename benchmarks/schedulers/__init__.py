@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from benchmarks.schedulers.base import Scheduler, SchedulerError
-from benchmarks.schedulers.credit import CreditMpsScheduler, CreditScheduler
+from benchmarks.schedulers.credit import CreditScheduler
+from benchmarks.schedulers.credit_mps import CreditMpsScheduler
 from benchmarks.schedulers.greedy import GreedyScheduler
 from benchmarks.schedulers.partition import PartitionScheduler
 

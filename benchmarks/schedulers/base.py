@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Workflow
+    from benchmarks.spec.model import Workflow
 
 
 class Gate(Protocol):
@@ -33,6 +33,23 @@ class GateSpec(ABC):
     @abstractmethod
     def open(self) -> Gate:
         """Return the gate to use inside the application process."""
+
+
+class OpenGate:
+    """A gate that never waits (greedy's gate, and the base of gates that only watch)."""
+
+    def acquire(self, app: str, kind: str) -> None:
+        return None
+
+    def release(self, app: str, kind: str) -> None:
+        return None
+
+
+class OpenGateSpec(GateSpec):
+    """The recipe of an ``OpenGate``."""
+
+    def open(self) -> Gate:
+        return OpenGate()
 
 
 class SchedulerError(RuntimeError):
@@ -56,6 +73,13 @@ class Scheduler(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+
+    @classmethod
+    def spec_problems(cls, workflow: Workflow) -> list[str]:
+        """Return sentences for what in a workflow this scheduler can never serve (checked when the
+        workflow is loaded with this scheduler as its default, and when a run is launched); empty
+        when it can."""
+        return []
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         """Prepare the run before any application process starts; raise SchedulerError if impossible."""

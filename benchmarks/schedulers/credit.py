@@ -23,10 +23,9 @@ from benchmarks.clock import now
 from benchmarks.schedulers import ledger
 from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
-from benchmarks.schedulers.partition import PartitionScheduler
 
 if TYPE_CHECKING:
-    from benchmarks.spec import SLO, Workflow
+    from benchmarks.spec.model import SLO, Workflow
 
 # The spin-then-sleep wait starts its sleeps this short and doubles them up to max_sleep_s.
 FIRST_SLEEP_S = 20e-6
@@ -222,40 +221,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-class CreditMpsScheduler(CreditScheduler):
-    """credit admission inside a static MPS partition: each process's SMs are also capped by MPS."""
-
-    name = "credit-mps"
-    description = "Credit admission of every step, inside per-process MPS SM shares (as partition)."
-
-    def __init__(self, params: CreditParams | None = None, memory_limit: str | None = None) -> None:
-        super().__init__(params)
-        self.partition = PartitionScheduler(memory_limit=memory_limit)
-
-    def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
-        self.partition.start(workflow, nodes)
-        super().start(workflow, nodes)
-
-    def env_for(self, node: NodePlan) -> dict[str, str]:
-        return self.partition.env_for(node)
-
-    def gate_for(self, node: NodePlan) -> GateSpec:
-        spec = super().gate_for(node)
-        assert isinstance(spec, CreditGateSpec)
-        spec.also = self.partition.gate_for(node)
-        return spec
-
-    def poll(self) -> None:
-        super().poll()
-        self.partition.poll()
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mps": self.partition.describe()}
-
-    def stop(self) -> None:
-        try:
-            super().stop()
-        finally:
-            self.partition.stop()

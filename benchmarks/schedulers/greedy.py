@@ -2,22 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
-
-
-class OpenGate:
-    """A gate that never waits."""
-
-    def acquire(self, app: str, kind: str) -> None:
-        return None
-
-    def release(self, app: str, kind: str) -> None:
-        return None
-
-
-class OpenGateSpec(GateSpec):
-    def open(self) -> Gate:
-        return OpenGate()
+from benchmarks.schedulers.base import GateSpec, NodePlan, OpenGateSpec, Scheduler
 
 
 class GreedyScheduler(Scheduler):

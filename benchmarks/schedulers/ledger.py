@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from benchmarks.metrics import percentile
-from benchmarks.spec import SLO
+from benchmarks.spec.model import SLO
 
 
 class Priority(IntEnum):

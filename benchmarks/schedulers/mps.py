@@ -1,4 +1,4 @@
-"""NVIDIA MPS for the partition scheduler: share arithmetic, client environment, a private daemon.
+"""NVIDIA MPS for the partition scheduler: the share policy, client environment, a private daemon.
 
 Each run gets its own MPS control daemon with private pipe and log directories, so two runs (or a
 system-wide MPS daemon) never share a server, and stopping it cannot affect anything else.
@@ -14,11 +14,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from benchmarks.schedulers.base import NodePlan, SchedulerError
-from benchmarks.spec import ShareError, Workflow, partition_share_plan
+from benchmarks.spec.graph import concurrent_sets_max
+from benchmarks.spec.model import Workflow
 
 CONTROL_BINARY = "nvidia-cuda-mps-control"
 # MPS accepts a device ordinal and a size with a K/M/G suffix, e.g. "0=8G" or "0=512M,1=1G".
@@ -26,10 +27,70 @@ _MEMORY_ONE = re.compile(r"^\d+[KMG]B?$", re.IGNORECASE)
 _MEMORY_LIST = re.compile(r"^\d+=\d+[KMG]B?(,\d+=\d+[KMG]B?)*$", re.IGNORECASE)
 
 
+class ShareError(ValueError):
+    """MPS shares that a static partition cannot honour (the message names the nodes)."""
+
+
+def partition_share_plan(workflow: Workflow, gpu_nodes: Iterable[str]) -> dict[str, int]:
+    """Return the SM share (percent) of every GPU node under a static partition (the one share policy:
+    validation, the launch check and the partition scheduler all use it).
+
+    A node's ``mps:`` share is used as given; nodes without one get the largest equal share that keeps
+    every set of nodes that may run at the same time within 100 %. Raises ShareError naming the nodes
+    when the shares cannot be honoured.
+    """
+    gpu = list(gpu_nodes)
+    zero = sorted(n for n in gpu if workflow.unit_of(n).mps == 0)
+    if zero:
+        raise ShareError(
+            f"node(s) {', '.join(zero)} have mps: 0, which gives a GPU process no SMs; "
+            "give a share between 1 and 100 or leave mps out for an equal split"
+        )
+    explicit = {n: share for n in gpu if (share := workflow.unit_of(n).mps) is not None}
+    absent = [n for n in gpu if n not in explicit]
+
+    def peak(equal: int) -> tuple[int, list[str]]:
+        weight = {n: explicit.get(n, equal if n in absent else 0) for n in workflow.nodes}
+        return concurrent_sets_max(workflow, weight)
+
+    total, chosen = peak(0)
+    if total > 100:
+        raise ShareError(
+            f"the mps shares of nodes that run at the same time sum to {total} % (> 100 %): "
+            f"{', '.join(sorted(chosen))}"
+        )
+    if not absent:
+        return explicit
+    if peak(1)[0] > 100:
+        raise ShareError(
+            f"no share is left for {', '.join(sorted(absent))} (no mps key): the nodes with an "
+            "mps share that run at the same time already take 100 %; lower their shares"
+        )
+    # The peak grows with the equal share, so a binary search finds the largest share that fits.
+    lo, hi = 1, 100
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if peak(mid)[0] <= 100:
+            lo = mid
+        else:
+            hi = mid - 1
+    return {**explicit, **dict.fromkeys(absent, lo)}
+
+
+def partition_share_problems(workflow: Workflow) -> list[str]:
+    """Return sentences for MPS shares that a static partition cannot honour (``partition_share_plan``
+    over every node not pinned to the CPU); empty when they fit."""
+    try:
+        partition_share_plan(workflow, [n for n in workflow.nodes if workflow.unit_of(n).device != "cpu"])
+    except ShareError as exc:
+        return [f"under the partition scheduler {exc}"]
+    return []
+
+
 def partition_shares(workflow: Workflow, nodes: Mapping[str, NodePlan]) -> dict[str, int]:
     """Return the SM share (percent) of every GPU node under a static partition.
 
-    The policy is ``benchmarks.spec.partition_share_plan`` over the nodes placed on the GPU; raises
+    The policy is ``partition_share_plan`` over the nodes placed on the GPU; raises
     SchedulerError naming the nodes when the shares cannot be honoured. CPU nodes get no share.
     """
     try:

@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.clock import now
 from benchmarks.platform import gpus
-from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler, SchedulerError
-from benchmarks.schedulers.greedy import OpenGate
-from benchmarks.schedulers.mps import MpsDaemon, client_env, find_control_binary, partition_shares
+from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, OpenGate, Scheduler, SchedulerError
+from benchmarks.schedulers.mps import (
+    MpsDaemon,
+    client_env,
+    find_control_binary,
+    partition_share_problems,
+    partition_shares,
+)
 
 if TYPE_CHECKING:
-    from benchmarks.spec import Workflow
+    from benchmarks.spec.model import Workflow
 
 VERIFY_EVERY_S = 0.25
 # A process seen on the GPU but not among the MPS clients twice this far apart has bypassed MPS
@@ -57,6 +62,11 @@ class PartitionScheduler(Scheduler):
         self._suspect: dict[str, float] = {}
         self._next_check = 0.0
         self._server_pids: list[int] = []
+
+    @classmethod
+    def spec_problems(cls, workflow: Workflow) -> list[str]:
+        """Return why the workflow's ``mps`` shares cannot be honoured by a static partition."""
+        return partition_share_problems(workflow)
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         if not any(plan.device == "gpu" for plan in nodes.values()):

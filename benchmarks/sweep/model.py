@@ -18,17 +18,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchmarks.schedulers import SCHEDULERS
-from benchmarks.spec import (
-    NAME_MAX_CHARS,
-    NAME_PATTERN,
-    Path_,
-    SpecError,
-    WorkflowValidationError,
-    from_dict,
-    load_file,
-    parse_yaml_text,
-    to_dict,
-)
+from benchmarks.spec.export import to_dict
+from benchmarks.spec.load import from_dict, load_file
+from benchmarks.spec.model import NAME_MAX_CHARS, NAME_PATTERN, Path_, SpecError, WorkflowValidationError
+from benchmarks.spec.yaml_text import parse_yaml_text
 
 # Bounds on what one file may ask for: a sweep is a plan of runs, each of them minutes long.
 MAX_LEVELS = 50

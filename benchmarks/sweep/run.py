@@ -12,7 +12,8 @@ from benchmarks.clock import now
 from benchmarks.results import write_bundle
 from benchmarks.runner import TIME_LIMIT_REASON, PreflightError, run_workflow
 from benchmarks.schedulers import SchedulerError
-from benchmarks.spec import Workflow, from_dict
+from benchmarks.spec.load import from_dict
+from benchmarks.spec.model import Workflow
 from benchmarks.sweep.model import Sweep, only_node
 from benchmarks.sweep.plan import pending
 from benchmarks.sweep.state import State, Step, write_archive

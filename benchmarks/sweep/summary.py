@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks.metrics import application_metrics
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
-from benchmarks.spec import parse_slo
+from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
 from benchmarks.sweep.model import Level, Sweep
 from benchmarks.sweep.plan import first_run, scheduler_walk, table_levels

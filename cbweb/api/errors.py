@@ -11,7 +11,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from benchmarks.spec import WorkflowValidationError
+from benchmarks.spec.model import WorkflowValidationError
 from cbweb.runs.services import RunStateError
 
 

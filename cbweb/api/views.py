@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchmarks import spec as engine_spec
 from benchmarks.schedulers import SCHEDULERS
+from benchmarks.spec import export as spec_export
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.pagination import StrictLimitOffsetPagination
 from cbweb.platforms import selectors as platform_selectors
@@ -242,7 +242,7 @@ class WorkflowValidateApi(APIView):
             name=v.get("name", ""), yaml_text=v.get("yaml"), spec=v.get("spec")
         )
         return Response(
-            {"valid": True, "spec": engine_spec.to_dict(parsed), "yaml": engine_spec.dump_yaml(parsed)}
+            {"valid": True, "spec": spec_export.to_dict(parsed), "yaml": spec_export.dump_yaml(parsed)}
         )
 
 

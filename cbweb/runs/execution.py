@@ -230,7 +230,7 @@ def run_execute(*, run_id: int, worker: str) -> str:
     log.info("run %s: claimed by %s", run_id, worker)
     try:
         run = with_db_retry(lambda: Run.objects.get(pk=run_id), what=f"run {run_id}: loading")
-        from benchmarks.spec import from_dict
+        from benchmarks.spec.load import from_dict
         from cbweb.workflows.limits import spec_limits
 
         # The run's frozen spec: its workflow may have been deleted since it was queued.
@@ -278,7 +278,8 @@ def run_execute(*, run_id: int, worker: str) -> str:
 
 def run_queue(run_id: int) -> str:
     """Return the queue a run is sent to: its platform's, else the GPU workers' when it needs a GPU."""
-    from benchmarks.spec import WorkflowValidationError, from_dict
+    from benchmarks.spec.load import from_dict
+    from benchmarks.spec.model import WorkflowValidationError
     from cbweb.runs.models import Run
     from cbweb.workflows.limits import spec_limits
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.spec import requests_per_run
+from benchmarks.spec.model import requests_per_run
 
 log = logging.getLogger(__name__)
 

@@ -73,7 +73,7 @@ def slo_rows(*, run: Run) -> list[SloRow]:
 
 
 def _slo_thresholds(slos: Iterable[str]) -> dict[str, float]:
-    from benchmarks.spec import parse_slo
+    from benchmarks.spec.model import parse_slo
 
     out = {}
     for text in slos:

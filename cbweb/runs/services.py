@@ -22,10 +22,11 @@ from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from benchmarks import spec as engine_spec
 from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument
 from benchmarks.schedulers import SCHEDULERS
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
 from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
@@ -60,15 +61,14 @@ def run_spec_fields(*, version: WorkflowVersion) -> dict[str, Any]:
     }
 
 
-def _check_scheduler(workflow: engine_spec.Workflow, scheduler: str) -> None:
+def _check_scheduler(workflow: spec_model.Workflow, scheduler: str) -> None:
     if scheduler not in SCHEDULERS:
         raise ValidationError(
             {"scheduler": f"unknown scheduler '{scheduler}'; known: {', '.join(SCHEDULERS)}"}
         )
-    if scheduler == "partition":
-        problems = engine_spec.partition_share_problems(workflow)
-        if problems:
-            raise ValidationError({"scheduler": problems})
+    problems = SCHEDULERS[scheduler].spec_problems(workflow)
+    if problems:
+        raise ValidationError({"scheduler": problems})
 
 
 @transaction.atomic
@@ -95,9 +95,9 @@ def run_create(
     try:
         # A version stored before the file access policy, the name rule or today's limits is checked
         # again: a version stored under looser settings cannot be launched.
-        workflow = engine_spec.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
+        workflow = spec_load.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
         workflow_check_files(workflow=workflow)
-    except engine_spec.WorkflowValidationError as exc:
+    except spec_model.WorkflowValidationError as exc:
         raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None
     scheduler = scheduler or workflow.scheduler
     _check_scheduler(workflow, scheduler)

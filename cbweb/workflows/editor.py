@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 
 from django.core.files.uploadedfile import UploadedFile
 
-from benchmarks import spec as engine_spec
-from benchmarks.apps import APP_TYPES
+from benchmarks.apps import APP_TYPES, app_type
+from benchmarks.spec import export as spec_export
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
 from cbweb.workflows import selectors, services
 from cbweb.workflows.dag import dag_svg, nodes_of_spec
 from cbweb.workflows.forms import (
@@ -62,7 +64,7 @@ def card_unit(form: ApplicationCardForm) -> dict[str, Any]:
     card = form.cleaned_data
     type_name = card["type"]
     unit: dict[str, Any] = {"type": type_name}
-    arrival_fields = {arrival_field_name(k): k for k in engine_spec.Arrival.model_fields}
+    arrival_fields = {arrival_field_name(k): k for k in spec_model.Arrival.model_fields}
     arrival: dict[str, Any] = {}
     for name in form.unit_field_names:
         value = card.get(name)
@@ -97,7 +99,7 @@ def editor_to_dict(
         card = form.cleaned_data
         unit_name = _unit_name(card)
         unit = card_unit(form)
-        if unit_name in engine_spec.RESERVED_KEYS:
+        if unit_name in spec_load.RESERVED_KEYS:
             problems.append(f"'{unit_name}' is a reserved name; name the card differently")
             continue
         if unit_name in data and data[unit_name] != unit:
@@ -119,7 +121,7 @@ def _unit_name(card: Mapping[str, Any]) -> str:
     return str(card.get("uses") or "").strip() or str(card["node"])
 
 
-def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def workflow_to_editor(workflow: spec_model.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return the editor's initial values (workflow form, cards) for an engine workflow."""
     meta = workflow.model_dump(exclude={"applications", "nodes"})
     cards = []
@@ -130,7 +132,7 @@ def workflow_to_editor(workflow: engine_spec.Workflow) -> tuple[dict[str, Any], 
         for key, value in unit.arrival.model_dump(mode="json").items():
             card[arrival_field_name(key)] = "" if value is None else value
         slo_text = ", ".join(str(s) for s in unit.slo)
-        card["slo"] = slo_text or (NO_SLO if unit.app_type.default_slo else "")
+        card["slo"] = slo_text or (NO_SLO if app_type(unit).default_slo else "")
         for key, value in unit.options.model_dump(mode="json").items():
             card[option_field_name(unit.type, key)] = value
         card.update(
@@ -163,7 +165,7 @@ def _card_field(form: ApplicationCardForm, loc: tuple[str | int, ...]) -> str | 
     return option if option in form.fields else None
 
 
-def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[engine_spec.SpecError]) -> list[str]:
+def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[spec_model.SpecError]) -> list[str]:
     """Add each engine error to the field its ``loc`` names; return those that concern no single field."""
     cards = live_cards(formset)
     by_node = {f.cleaned_data["node"]: f for f in cards}
@@ -247,7 +249,7 @@ def _engine(state: EditorState, call: Callable[[], T]) -> T | None:
     """Return ``call()``; on the engine's validation errors put them on the fields, return None."""
     try:
         return call()
-    except engine_spec.WorkflowValidationError as exc:
+    except spec_model.WorkflowValidationError as exc:
         state.general_errors.extend(attach_errors(state.meta, state.formset, exc.errors))
         return None
 
@@ -272,7 +274,7 @@ def editor_open(*, workflow: Workflow | None = None) -> EditorState:
     version = selectors.version_latest(workflow=workflow)
     try:
         meta_initial, cards = workflow_to_editor(selectors.version_workflow(version=version))
-    except engine_spec.WorkflowValidationError as exc:
+    except spec_model.WorkflowValidationError as exc:
         # A version saved before a rule existed (names, issue 17): show why; the user re-imports it.
         state = EditorState(*build_editor(), import_errors=exc.to_json())
         state.general_errors.append(
@@ -306,14 +308,14 @@ def editor_import(*, text: str, upload: UploadedFile | None = None, name: str = 
         state.general_errors.append(problem)
         return state
     try:
-        parsed = engine_spec.load_yaml(yaml_text, name=name, limits=spec_limits())
+        parsed = spec_load.load_yaml(yaml_text, name=name, limits=spec_limits())
         services.workflow_check_files(workflow=parsed)
-    except engine_spec.WorkflowValidationError as exc:
+    except spec_model.WorkflowValidationError as exc:
         state.import_errors = exc.to_json()
         return state
     meta_initial, cards = workflow_to_editor(parsed)
     state = EditorState(*build_editor(meta_initial=meta_initial, cards_initial=cards))
-    state.svg = dag_svg(nodes_of_spec(engine_spec.to_dict(parsed)))
+    state.svg = dag_svg(nodes_of_spec(spec_export.to_dict(parsed)))
     state.notice = f"imported {len(cards)} node(s); review and save"
     return state
 

@@ -23,10 +23,10 @@ from django.forms.utils import pretty_name
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from benchmarks import spec as engine_spec
 from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppType
 from benchmarks.schedulers import SCHEDULERS
+from benchmarks.spec import model as spec_model
 from cbweb.workflows.models import Workflow
 
 PREFIX = "cards"
@@ -159,7 +159,7 @@ def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
 def unit_fields() -> dict[str, forms.Field]:
     """Return a card's fields for the unit's common keys and its arrival, in the model's order."""
     out: dict[str, forms.Field] = {}
-    for key, info in engine_spec.Application.model_fields.items():
+    for key, info in spec_model.Application.model_fields.items():
         if key == "slo":
             out["slo"] = forms.CharField(
                 label="SLO",
@@ -168,7 +168,7 @@ def unit_fields() -> dict[str, forms.Field]:
                 "'none' = no SLO",
             )
         elif key == "arrival":
-            for sub, sub_info in engine_spec.Arrival.model_fields.items():
+            for sub, sub_info in spec_model.Arrival.model_fields.items():
                 out[arrival_field_name(sub)] = model_form_field(sub, sub_info, name=arrival_field_name(sub))
         elif key not in CARD_SPECIAL:
             defaulted = key in TYPE_DEFAULTS
@@ -196,7 +196,7 @@ class WorkflowMetaForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for key, info in engine_spec.Workflow.model_fields.items():
+        for key, info in spec_model.Workflow.model_fields.items():
             if key not in ("applications", "nodes"):
                 self.fields[key] = model_form_field(key, info)
         # The stored record's name column bounds the name (the engine's model does not).
@@ -204,7 +204,7 @@ class WorkflowMetaForm(forms.Form):
         self.fields["description"].widget = forms.Textarea(attrs={"rows": 2})
         self.fields["scheduler"] = forms.ChoiceField(
             choices=[(n, n) for n in SCHEDULERS],
-            initial=engine_spec.Workflow.model_fields["scheduler"].default,
+            initial=spec_model.Workflow.model_fields["scheduler"].default,
             required=False,
             help_text=HELP["scheduler"],
         )
@@ -216,8 +216,8 @@ class ApplicationCardForm(forms.Form):
 
     def __init__(self, *args: Any, node_choices: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        node = engine_spec.Node.model_fields
-        unit_name = engine_spec.Application.model_fields["name"]
+        node = spec_model.Node.model_fields
+        unit_name = spec_model.Application.model_fields["name"]
         self.fields["node"] = forms.CharField(
             label="Name", help_text="the node's name in the DAG", **_strings(node["name"])
         )

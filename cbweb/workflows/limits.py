@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from benchmarks import spec as engine_spec
+from benchmarks.spec import model as spec_model
 
 
-def spec_limits() -> engine_spec.Limits:
+def spec_limits() -> spec_model.Limits:
     """Return the limits every workflow from a page or the API is loaded with."""
-    return engine_spec.Limits(
+    return spec_model.Limits(
         max_bytes=settings.CB_MAX_SPEC_BYTES,
         max_depth=settings.CB_MAX_SPEC_DEPTH,
-        max_values=engine_spec.DEFAULT_LIMITS.max_values,
+        max_values=spec_model.DEFAULT_LIMITS.max_values,
         max_units=settings.CB_MAX_UNITS,
         max_nodes=settings.CB_MAX_NODES,
         max_total_requests=settings.CB_MAX_TOTAL_REQUESTS,

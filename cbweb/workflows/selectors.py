@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import Count, Max, QuerySet
 from django.shortcuts import get_object_or_404
 
-from benchmarks import spec as engine_spec
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
 from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
@@ -41,6 +42,6 @@ def version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
     return get_object_or_404(WorkflowVersion, workflow=workflow, number=number)
 
 
-def version_workflow(*, version: WorkflowVersion) -> engine_spec.Workflow:
+def version_workflow(*, version: WorkflowVersion) -> spec_model.Workflow:
     """Return the engine workflow of a stored version (it was validated when saved)."""
-    return engine_spec.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
+    return spec_load.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())

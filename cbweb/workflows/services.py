@@ -7,33 +7,32 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from benchmarks import spec as engine_spec
 from benchmarks.files import FilePolicy
+from benchmarks.spec import export as spec_export
+from benchmarks.spec import load as spec_load
+from benchmarks.spec import model as spec_model
+from benchmarks.spec import yaml_text as spec_yaml
 from cbweb.permissions import check_can_edit
 from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
-def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None) -> engine_spec.Workflow:
+def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None) -> spec_model.Workflow:
     """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named ``name``.
 
     The input limits are the deployment's (settings CB_MAX_*). Raises
-    ``benchmarks.spec.WorkflowValidationError`` with every problem (path, line, message).
+    ``benchmarks.spec.model.WorkflowValidationError`` with every problem (path, line, message).
     """
     if (yaml_text is None) == (spec is None):
-        raise engine_spec.WorkflowValidationError(
-            [
-                engine_spec.SpecError(
-                    (), None, "give the workflow either as 'yaml' text or as a 'spec' mapping"
-                )
-            ]
+        raise spec_model.WorkflowValidationError(
+            [spec_model.SpecError((), None, "give the workflow either as 'yaml' text or as a 'spec' mapping")]
         )
     lines: dict[Any, int] = {}
     if yaml_text is not None:
-        data, lines = engine_spec.parse_yaml_text(yaml_text, limits=spec_limits())
-        parsed = engine_spec.from_dict(data, name=name, lines=lines, limits=spec_limits())
+        data, lines = spec_yaml.parse_yaml_text(yaml_text, limits=spec_limits())
+        parsed = spec_load.from_dict(data, name=name, lines=lines, limits=spec_limits())
     else:
-        parsed = engine_spec.from_dict(spec, name=name, limits=spec_limits())
+        parsed = spec_load.from_dict(spec, name=name, limits=spec_limits())
     workflow_check_files(workflow=parsed, lines=lines)
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed
@@ -44,28 +43,25 @@ def file_policy() -> FilePolicy:
     return FilePolicy.restricted(settings.CB_DATA_DIRS, settings.CB_MODEL_DIRS)
 
 
-def workflow_check_files(*, workflow: engine_spec.Workflow, lines: dict[Any, int] | None = None) -> None:
+def workflow_check_files(*, workflow: spec_model.Workflow, lines: dict[Any, int] | None = None) -> None:
     """Refuse a workflow that names a file outside the allowed folders (WorkflowValidationError).
 
     The errors name the field and the unit and say nothing about the file itself.
     """
     problems = file_policy().workflow_problems(workflow)
     if problems:
-        raise engine_spec.WorkflowValidationError(
-            [
-                engine_spec.SpecError(loc, (lines or {}).get(loc), message)
-                for loc, message in problems
-            ]
+        raise spec_model.WorkflowValidationError(
+            [spec_model.SpecError(loc, (lines or {}).get(loc), message) for loc, message in problems]
         )
 
 
-def _add_version(*, workflow: Workflow, parsed: engine_spec.Workflow, user: Any) -> WorkflowVersion:
+def _add_version(*, workflow: Workflow, parsed: spec_model.Workflow, user: Any) -> WorkflowVersion:
     last = workflow.versions.order_by("-number").values_list("number", flat=True).first() or 0
     return WorkflowVersion.objects.create(
         workflow=workflow,
         number=last + 1,
-        spec=engine_spec.to_dict(parsed),
-        yaml=engine_spec.dump_yaml(parsed),
+        spec=spec_export.to_dict(parsed),
+        yaml=spec_export.dump_yaml(parsed),
         created_by=user,
     )
 

@@ -121,7 +121,7 @@ def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
     import io
 
     from benchmarks.cli import Progress
-    from benchmarks.spec import load_yaml
+    from benchmarks.spec.load import load_yaml
 
     wf = load_yaml("cap: {type: LiveCaptions}\nchat: {type: Sleep, num_requests: 2, concurrency: 2}\n")
     out = io.StringIO()

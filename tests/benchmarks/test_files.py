@@ -13,14 +13,10 @@ import pytest
 from pydantic import Field
 
 from benchmarks.apps import APP_TYPES
-from benchmarks.apps.base import AppOptions, read_trace
+from benchmarks.apps.base import read_trace
 from benchmarks.files import (
-    DATA_FILE,
-    DATA_FILE_OR_FOLDER,
-    MODEL,
     UNRESTRICTED,
     FileAccessError,
-    FileField,
     FilePolicy,
     bundle_path,
     file_fields,
@@ -30,7 +26,8 @@ from benchmarks.files import (
 from benchmarks.models import ResolvedModel
 from benchmarks.results import write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
-from benchmarks.spec import Application, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, MODEL, Application, AppOptions, FileField
 
 OUTSIDE = "path outside the allowed data folders"
 

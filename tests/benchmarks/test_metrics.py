@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import metrics
-from benchmarks.spec import parse_slo
+from benchmarks.spec.model import parse_slo
 
 
 def req(e2e: float, *, status: str = "ok", warmup: bool = False, arrival: float = 0.0, **more: float) -> dict:

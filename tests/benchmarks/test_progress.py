@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from benchmarks.progress import RunProgress
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 
 def request_end(i: int) -> dict[str, object]:

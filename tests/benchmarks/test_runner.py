@@ -13,7 +13,7 @@ import pytest
 from benchmarks.apps.base import AppStopped
 from benchmarks.results import ResultDocument
 from benchmarks.runner import PreflightError, _run_sessions, run_workflow
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 
 class Recorder:

@@ -18,7 +18,7 @@ import pytest
 RUNNER = textwrap.dedent(
     """
     from benchmarks.runner import run_workflow
-    from benchmarks.spec import load_yaml
+    from benchmarks.spec.load import load_yaml
 
     workflow = load_yaml("long:\\n  type: Sleep\\n  sleep_time: 60\\n  num_requests: 1\\n")
     run_workflow(workflow, monitor_hz=None)

@@ -14,7 +14,8 @@ import pytest
 from benchmarks.results import ResultDocument
 from benchmarks.runner import RECORDS_DIR, _Run, run_workflow
 from benchmarks.schedulers import get_scheduler
-from benchmarks.spec import Limits, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import Limits
 
 MANY = 20_000
 

@@ -14,7 +14,8 @@ import pytest
 from django.test import Client
 
 from benchmarks.files import default_model_dirs
-from benchmarks.spec import load_yaml, to_dict
+from benchmarks.spec.export import to_dict
+from benchmarks.spec.load import load_yaml
 from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
 from cbweb.runs.services import run_spec_fields

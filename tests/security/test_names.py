@@ -68,7 +68,7 @@ def test_names_that_differ_only_in_case_are_refused(api: Any) -> None:
 
 
 def test_the_editor_refuses_a_node_name_that_is_not_an_identifier(alice: Any) -> None:
-    from benchmarks.spec import load_yaml
+    from benchmarks.spec.load import load_yaml
     from cbweb.workflows.editor import workflow_to_editor
     from cbweb.workflows.forms import build_editor
     from tests.cbweb.workflows.test_editor import post_data

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks.apps import driver_class
+from benchmarks.apps import app_type, driver_class
 from benchmarks.apps.base import AppContext, Driver
-from benchmarks.spec import Application, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import Application
 
 
 class CountingGate:
@@ -80,7 +81,7 @@ def run_driver(tmp_path: Path) -> Callable[..., DriverRun]:
             out_dir=tmp_path / "artifacts",
             seed=seed,
         )
-        driver = driver_class(unit.app_type)(unit, ctx)
+        driver = driver_class(app_type(unit))(unit, ctx)
         try:
             loaded = driver.load()
             driver.run()

@@ -8,7 +8,8 @@ from pathlib import Path
 from benchmarks.apps.base import check_unit
 from benchmarks.apps.datasets import prompts_input
 from benchmarks.files import UNRESTRICTED, FilePolicy
-from benchmarks.spec import Application, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import Application
 
 
 def unit(text: str) -> Application:

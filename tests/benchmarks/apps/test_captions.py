@@ -83,7 +83,7 @@ def test_an_empty_reference_transcript_is_reported(make_unit, tmp_path):
 
 
 def test_audio_and_client_command_file_together_are_rejected(make_unit):
-    from benchmarks.spec import WorkflowValidationError
+    from benchmarks.spec.model import WorkflowValidationError
 
     with pytest.raises(WorkflowValidationError, match="either as 'audio' or as 'client_command_file'"):
         make_unit(CAPTIONS + "  audio: a.wav\n  client_command_file: b.wav\n")

@@ -76,7 +76,7 @@ def test_the_full_size_random_model_is_refused_on_a_cpu():
 
 
 def test_image_sizes_must_be_multiples_of_8(make_unit):
-    from benchmarks.spec import WorkflowValidationError
+    from benchmarks.spec.model import WorkflowValidationError
 
     with pytest.raises(WorkflowValidationError, match="multiple of 8"):
         make_unit(IMAGEGEN.format(model="sd-tiny@random").replace("height: 64", "height: 60"))

@@ -13,7 +13,7 @@ from benchmarks.apps.datasets import Input
 from benchmarks.apps.research import Library, action_grammar, calculate, check
 from benchmarks.data import DATA_DIR
 from benchmarks.runner import run_workflow
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 RESEARCH = """
 research:

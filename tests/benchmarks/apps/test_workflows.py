@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.results import ResultDocument
 from benchmarks.runner import PreflightError, preflight, run_workflow
-from benchmarks.spec import load_file, load_yaml
+from benchmarks.spec.load import load_file, load_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ("content-creation.yml", "three-apps.yml")

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.monitor.telemetry import Series, TelemetryRecorder
 from benchmarks.results import ResultDocument, load_bundle, write_bundle
 from benchmarks.runner import run_workflow
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 # One application spinning a CPU core for ~1.2 s (12 requests x 2 steps x 50 ms), one sleeping beside it.
 SPIN = """

@@ -19,7 +19,7 @@ from benchmarks.schedulers import SCHEDULERS, get_scheduler
 from benchmarks.schedulers.base import NodePlan
 from benchmarks.schedulers.credit import CreditScheduler
 from benchmarks.schedulers.ledger import CreditParams
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 
 # HIGH: requests of five 10 ms steps with an SLO it cannot meet (50 ms > 40 ms), so it stays pressured;
 # LOW: a background stream of single 10 ms steps. On a shared test machine a HIGH process can be

@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.schedulers import ledger
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Grant, Priority
-from benchmarks.spec import parse_slo
+from benchmarks.spec.model import parse_slo
 
 P = CreditParams()
 

@@ -19,7 +19,8 @@ from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import NodePlan, SchedulerError
 from benchmarks.schedulers.mps import MpsDaemon, client_env, memory_limit_value, partition_shares
 from benchmarks.schedulers.partition import PartitionScheduler
-from benchmarks.spec import Workflow, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import Workflow
 
 SYNTH = "{type: Synthetic, steps: 1, step_ms: 1, num_requests: 1%s}"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.metrics import application_metrics
 from benchmarks.results import ResultDocument, write_bundle
-from benchmarks.spec import parse_slo
+from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.model import Sweep, load_sweep
 from benchmarks.sweep.state import State, Step
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.spec import from_dict
+from benchmarks.spec.load import from_dict
 from benchmarks.sweep.model import SweepFileError, apply_overrides, load_sweep, only_node, units_of
 from tests.benchmarks.sweep.conftest import h200
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 from tests.cbweb.conftest import SLEEP_YAML
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
-from benchmarks.spec import load_yaml
+from benchmarks.spec.load import load_yaml
 from cbweb.runs.execution import run_execute
 from cbweb.runs.limits import HardLimit, run_time_limits
 from cbweb.runs.models import RequestResult, Run

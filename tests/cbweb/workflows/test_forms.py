@@ -8,8 +8,8 @@ import pytest
 from django import forms
 from pydantic import BaseModel, Field
 
-from benchmarks import spec as engine_spec
 from benchmarks.schedulers import SCHEDULERS
+from benchmarks.spec import model as spec_model
 from cbweb.workflows.forms import (
     ApplicationCardForm,
     WorkflowMetaForm,
@@ -27,17 +27,17 @@ def choices(field: forms.Field) -> list[str]:
 
 def test_a_card_has_a_field_for_every_unit_key_and_arrival_key_of_the_model() -> None:
     card = ApplicationCardForm()
-    for key in engine_spec.Application.model_fields:
+    for key in spec_model.Application.model_fields:
         if key not in SPECIAL:
             assert key in card.fields, key
-    for key in engine_spec.Arrival.model_fields:
+    for key in spec_model.Arrival.model_fields:
         assert arrival_field_name(key) in card.fields, key
 
 
 def test_literal_fields_offer_the_models_values() -> None:
     card = ApplicationCardForm()
-    model = engine_spec.Application.model_fields
-    arrival = engine_spec.Arrival.model_fields
+    model = spec_model.Application.model_fields
+    arrival = spec_model.Arrival.model_fields
     assert choices(card.fields["device"]) == list(get_args(model["device"].annotation))
     assert card.fields["device"].initial == "auto"
     # Priority has no default of its own (the type gives it): blank means the type's default.
@@ -52,17 +52,16 @@ def test_bounds_become_min_and_max_and_descriptions_help_text() -> None:
     assert (concurrency.min_value, concurrency.max_value) == (1, 64)  # type: ignore[attr-defined]
     assert card.fields["num_requests"].min_value == 1  # type: ignore[attr-defined]
     assert (
-        card.fields["concurrency"].help_text
-        == engine_spec.Application.model_fields["concurrency"].description
+        card.fields["concurrency"].help_text == spec_model.Application.model_fields["concurrency"].description
     )
-    assert card.fields["arrival_rate"].help_text == engine_spec.Arrival.model_fields["rate"].description
-    assert card.fields["node"].max_length == engine_spec.NAME_MAX_CHARS  # type: ignore[attr-defined]
+    assert card.fields["arrival_rate"].help_text == spec_model.Arrival.model_fields["rate"].description
+    assert card.fields["node"].max_length == spec_model.NAME_MAX_CHARS  # type: ignore[attr-defined]
     assert card.fields["num_requests"].help_text == "blank = the type's default"
 
 
 def test_the_workflow_form_has_the_workflows_own_fields() -> None:
     meta = WorkflowMetaForm()
-    own = [k for k in engine_spec.Workflow.model_fields if k not in ("applications", "nodes")]
+    own = [k for k in spec_model.Workflow.model_fields if k not in ("applications", "nodes")]
     assert list(meta.fields) == own
     assert choices(meta.fields["scheduler"]) == list(SCHEDULERS)
     repeat = meta.fields["repeat"]

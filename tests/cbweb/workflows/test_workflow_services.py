@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from benchmarks.spec import WorkflowValidationError, load_yaml
+from benchmarks.spec.load import load_yaml
+from benchmarks.spec.model import WorkflowValidationError
 from cbweb.workflows.models import Workflow, WorkflowVersion
 from cbweb.workflows.selectors import version_latest, version_workflow, workflow_list
 from cbweb.workflows.services import workflow_archive, workflow_create, workflow_delete, workflow_update
