@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from benchmarks.clock import now
 from benchmarks.files import DATA_FILE, UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.models import Format, check_model
+from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
@@ -67,7 +68,7 @@ class RequestRecord:
     arrival: float
     start: float = 0.0
     end: float = 0.0
-    status: str = "ok"
+    status: RequestStatus = RequestStatus.OK
     warmup: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
@@ -257,7 +258,7 @@ class Driver(ABC):
                 self.run_request(record, payloads[i % len(payloads)])
             except AppStopped:
                 record.end = now()
-                record.status = "interrupted"
+                record.status = RequestStatus.INTERRUPTED
                 self.ctx.send_record(record)
                 raise
             record.end = now()

@@ -55,6 +55,7 @@ from benchmarks.files import (
     where,
 )
 from benchmarks.models import resolve
+from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
     import numpy as np
@@ -315,7 +316,7 @@ class CaptionsDriver(Driver):
                     heard = self._transcribe(audio, buffer_start, chunk_end, committed)
                     busy = now() - started
             except AppStopped:
-                record.end, record.status = now(), "interrupted"
+                record.end, record.status = now(), RequestStatus.INTERRUPTED
                 self.ctx.send_record(record)
                 raise
             words = heard.words

@@ -239,8 +239,9 @@ class State:
         entry = self.get(step)
         if not entry or not entry.get("bundle"):
             return None
-        result: dict[str, Any] = json.loads((self.dir / entry["bundle"] / "result.json").read_text())
-        return result
+        from benchmarks.results import load_bundle
+
+        return load_bundle(self.dir / entry["bundle"]).model_dump(mode="json", exclude_unset=True)
 
 
 class StudyError(RuntimeError):
@@ -405,16 +406,14 @@ def run_step(study: Study, state: State, step: Step, limit_s: float) -> dict[str
         result = run_workflow(
             workflow, scheduler=step.scheduler, out_dir=state.dir / bundle, time_limit_s=limit_s
         )
-        if limit_s < RUN_LIMIT_S[study.profile] and result["reason"] == TIME_LIMIT_REASON.format(limit_s):
+        if limit_s < RUN_LIMIT_S[study.profile] and result.reason == TIME_LIMIT_REASON.format(limit_s):
             shutil.rmtree(state.dir / bundle, ignore_errors=True)
             entry.update(status="cut", error="cut by the time left in this call; it runs again in the next")
             entry["wall_s"] = round(now() - started, 1)
             return entry
         write_bundle(result, state.dir / bundle)
-        entry.update(bundle=str(bundle), status=result["status"], mean_attainment=result["mean_attainment"])
-        failed = [
-            f"{n['name']}: {n['reason']}" for n in result["nodes"] if n["status"] in ("failed", "skipped")
-        ]
+        entry.update(bundle=str(bundle), status=str(result.status), mean_attainment=result.mean_attainment)
+        failed = [f"{n.name}: {n.reason}" for n in result.failed_nodes()]
         if failed:
             entry["error"] = "; ".join(failed)
     except (PreflightError, SchedulerError) as exc:
@@ -517,12 +516,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
     """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
     from benchmarks.metrics import application_metrics
-    from benchmarks.spec import parse_slo
+    from benchmarks.spec import SLO
 
     first = runs[0]
-    pooled = application_metrics(
-        [r for app in runs for r in app["requests"]], [parse_slo(s) for s in first["slo"]]
-    )
+    slos = [SLO.model_validate(s) for s in first["slo"]]
+    pooled = application_metrics([r for app in runs for r in app["requests"]], slos)
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
         for m, s in pooled["metrics"].items()
@@ -530,7 +528,7 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
     }
     out: dict[str, Any] = {
         "type": first["type"],
-        "slo": first["slo"],
+        "slo": [str(s) for s in slos],
         "slo_attainment": pooled["slo_attainment"],
         "slo_attainment_runs": [app["slo_attainment"] for app in runs],
         "requests": pooled["requests_counted"],
