@@ -8,12 +8,12 @@ Semantics (docs/workflow-format.md):
 - cancellation (a callable the caller polls, e.g. Ctrl-C or the web's cancel flag) stops every
   process within ``stop_grace_s`` plus one second and still returns what was measured.
 
-Modules: ``preflight`` (can the run start here), ``dag`` (the main loop and the result document),
+Modules: ``checks`` (can the run start here: preflight), ``dag`` (the main loop and the result document),
 ``process`` (inside an application process), ``records`` (request records on disk, read back).
 """
 
+from benchmarks.runner.checks import PreflightError, preflight, resolve_device
 from benchmarks.runner.dag import TIME_LIMIT_REASON, NullSink, RunSink, run_workflow
-from benchmarks.runner.preflight import PreflightError, preflight, resolve_device
 from benchmarks.runner.records import RECORDS_DIR
 
 __all__ = [

@@ -20,7 +20,7 @@ from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint
 from benchmarks.results import SCHEMA_VERSION, ApplicationResult, NodeResult, ResultDocument
-from benchmarks.runner.preflight import PreflightError, preflight, resolve_device
+from benchmarks.runner.checks import PreflightError, preflight, resolve_device
 from benchmarks.runner.process import app_process_main
 from benchmarks.runner.records import (
     RECORDS_DIR,

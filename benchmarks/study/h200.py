@@ -239,9 +239,8 @@ class State:
         entry = self.get(step)
         if not entry or not entry.get("bundle"):
             return None
-        from benchmarks.results import load_bundle
-
-        return load_bundle(self.dir / entry["bundle"]).model_dump(mode="json", exclude_unset=True)
+        result: dict[str, Any] = json.loads((self.dir / entry["bundle"] / "result.json").read_text())
+        return result
 
 
 class StudyError(RuntimeError):
@@ -516,10 +515,12 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
     """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
     from benchmarks.metrics import application_metrics
+    from benchmarks.results import slo_of_v1
     from benchmarks.spec import SLO
 
     first = runs[0]
-    slos = [SLO.model_validate(s) for s in first["slo"]]
+    # The archive holds schema 1 bundles (SLO strings), later runs schema 2 ({metric, op, threshold_s}).
+    slos = [SLO.model_validate(slo_of_v1(s)) for s in first["slo"]]
     pooled = application_metrics([r for app in runs for r in app["requests"]], slos)
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
