@@ -5,33 +5,25 @@ package docstring, ``benchmarks.runner``)."""
 from __future__ import annotations
 
 import multiprocessing as mp
-import signal
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
-from benchmarks import clock, metrics
+from benchmarks import clock
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.run import RunMonitor
-from benchmarks.platform import fingerprint
-from benchmarks.results import SCHEMA_VERSION, ApplicationResult, NodeResult, ResultDocument
+from benchmarks.results import ResultDocument
 from benchmarks.runner.checks import PreflightError, preflight, resolve_device
-from benchmarks.runner.process import app_process_main
-from benchmarks.runner.records import (
-    RECORDS_DIR,
-    application_result,
-    records_path,
-    relative,
-    write_record,
-)
+from benchmarks.runner.process import app_process_main, exit_reason
+from benchmarks.runner.records import RECORDS_DIR, records_path, relative, write_record
+from benchmarks.runner.result import build_result
+from benchmarks.runner.state import NodeState
 from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import NodePlan, Scheduler, SchedulerError
-from benchmarks.spec import Application, Workflow, to_dict
+from benchmarks.spec import Workflow
 from benchmarks.status import NodeStatus, RunStatus
 
 POLL_S = 0.05
@@ -52,35 +44,6 @@ class RunSink(Protocol):
 class NullSink:
     def on_event(self, event: Mapping[str, Any]) -> None:
         return None
-
-
-@dataclass
-class NodeState:
-    name: str
-    unit: Application
-    background: bool
-    device: str
-    status: NodeStatus = NodeStatus.PENDING
-    reason: str | None = None
-    process: BaseProcess | None = None
-    conn: Connection | None = None
-    stop_event: Any = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    load_started: float | None = None
-    load_finished: float | None = None
-    loaded: dict[str, Any] = field(default_factory=dict)
-    # Request records go to a file as they arrive, never to a list: a long run's memory stays flat.
-    records: IO[str] | None = None
-    records_path: Path | None = None
-    request_count: int = 0
-    done_status: NodeStatus | None = None
-    stop_sent_at: float | None = None
-    pipe_open: bool = True
-    # start_together: the nodes spawned with this one, and the event that lets its requests begin.
-    group: tuple[str, ...] = ()
-    go_event: Any = None
-    released_at: float | None = None
 
 
 def run_workflow(
@@ -211,7 +174,17 @@ class _Run:
                 self.scheduler.stop()
                 self.monitor.stop()
                 self._close_records()
-            result = self._result(started_wall, repeat_index)
+            result = build_result(
+                self.workflow,
+                self.nodes,
+                status=self.status,
+                reason=self.stop_reason,
+                scheduler=self.scheduler.describe(),
+                monitor=self.monitor,
+                t0=self.t0,
+                started_wall=started_wall,
+                repeat_index=repeat_index,
+            )
         finally:
             if scratch is not None:
                 scratch.cleanup()
@@ -381,7 +354,7 @@ class _Run:
             reason = state.reason or ("stopped: foreground finished" if state.background else "stopped")
             self._set_status(state, NodeStatus.STOPPED, reason)
         else:
-            reason = state.reason or _exit_reason(code)
+            reason = state.reason or exit_reason(code)
             self._set_status(state, NodeStatus.FAILED, reason)
         if state.conn is not None:
             state.conn.close()
@@ -435,100 +408,3 @@ class _Run:
                     self._set_status(s, NodeStatus.STOPPED, s.reason or "stopped by the runner")
 
     # -- result --------------------------------------------------------------------------------------
-
-    def _result(self, started_wall: float, repeat_index: int) -> ResultDocument:
-        rel = self._rel
-        nodes: list[NodeResult] = []
-        applications: list[ApplicationResult] = []
-        for name, s in self.nodes.items():
-            load_time = (
-                s.load_finished - s.load_started
-                if s.load_finished is not None and s.load_started is not None
-                else None
-            )
-            nodes.append(
-                NodeResult(
-                    name=name,
-                    uses=s.unit.name,
-                    background=s.background,
-                    device=s.device,
-                    status=s.status,
-                    started_at=rel(s.started_at),
-                    finished_at=rel(s.finished_at),
-                    load_time_s=load_time,
-                    start_wait_s=(
-                        max(0.0, s.released_at - s.load_finished)
-                        if s.released_at is not None and s.load_finished is not None
-                        else None
-                    ),
-                    reason=s.reason if s.status is not NodeStatus.SUCCEEDED else None,
-                )
-            )
-            applications.append(
-                application_result(name, s.unit, s.device, s.loaded, load_time, s.records_path)
-            )
-        foreground_ends = [s.finished_at for s in self.nodes.values() if not s.background and s.finished_at]
-        ends = foreground_ends or [s.finished_at for s in self.nodes.values() if s.finished_at]
-        makespan = max(ends) - self.t0 if ends else None
-        all_ends = [s.finished_at for s in self.nodes.values() if s.finished_at]
-        summary = metrics.run_summary(
-            [a.model_dump(include={"slo_attainment", "normalized_latency"}) for a in applications], makespan
-        )
-        # What the monitor needs of each application: when its requests ran.
-        spans = [
-            a.model_dump(
-                include={"name": True, "requests": {"__all__": {"status", "warmup", "start", "end"}}}
-            )
-            for a in applications
-        ]
-        telemetry = self.monitor.result(spans, max(all_ends) - self.t0 if all_ends else None)
-        return ResultDocument.model_validate(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "status": self.status,
-                "reason": self.stop_reason,
-                "workflow": to_dict(self.workflow),
-                "scheduler": self.scheduler.describe(),
-                "platform": fingerprint(),
-                "repeat_index": repeat_index,
-                "started_at_unix": started_wall,
-                "clock": {"t0_monotonic": self.t0, "unit": "seconds since t0"},
-                "makespan_s": makespan,
-                "critical_path": self._critical_path(),
-                "mean_attainment": summary["mean_attainment"],
-                "fairness": summary["fairness"],
-                "nodes": nodes,
-                "applications": applications,
-                "telemetry": telemetry,
-            }
-        )
-
-    def _rel(self, t: float | None) -> float | None:
-        return None if t is None else t - self.t0
-
-    def _critical_path(self) -> list[str]:
-        """Walk back from the last foreground node to finish through its latest-finishing dependency."""
-        done = {n: s for n, s in self.nodes.items() if s.finished_at is not None and not s.background}
-        if not done:
-            return []
-        current: str | None = max(done, key=lambda n: done[n].finished_at or 0.0)
-        path: list[str] = []
-        while current is not None:
-            path.append(current)
-            deps = [
-                d for d in self.workflow.nodes[current].depend_on if self.nodes[d].finished_at is not None
-            ]
-            current = max(deps, key=lambda d: self.nodes[d].finished_at or 0.0) if deps else None
-        return path[::-1]
-
-
-def _exit_reason(code: int | None) -> str:
-    if code is None:
-        return "the application process did not exit"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"the application process was killed by {name} (exit code {code})"
-    return f"the application process exited with code {code} before reporting completion"

@@ -190,3 +190,16 @@ def _run_sessions(drivers: list[Driver], ready: Callable[[list[dict[str, Any]]],
         raise RuntimeError(f"session {k}: {type(exc).__name__}: {exc}") from exc
     if any(isinstance(e, AppStopped) for e in errors):
         raise AppStopped
+
+
+def exit_reason(code: int | None) -> str:
+    """Return why an application process ended without reporting completion, from its exit code."""
+    if code is None:
+        return "the application process did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the application process was killed by {name} (exit code {code})"
+    return f"the application process exited with code {code} before reporting completion"

@@ -1,4 +1,4 @@
-"""Request records: one JSON Lines file per node, written as requests finish, read back into the result.
+"""Request records: one JSON Lines file per node, written as requests finish, read back for the result.
 
 The runner keeps no record in memory during a run (a long run's memory stays flat) and a crashed run
 leaves its records on disk (docs/result-format.md, ``records/node-<i>.jsonl``).
@@ -10,11 +10,6 @@ import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
-
-from benchmarks import metrics
-from benchmarks.results import ApplicationResult, RequestResult
-from benchmarks.spec import Application
-from benchmarks.status import RequestStatus
 
 RECORDS_DIR = "records"  # under the bundle: one JSON Lines file of request records per node
 
@@ -45,35 +40,3 @@ def relative(record: Mapping[str, Any], t0: float) -> dict[str, Any]:
     for key in ("arrival", "start", "end"):
         out[key] = float(out[key]) - t0
     return out
-
-
-def application_result(
-    name: str,
-    unit: Application,
-    device: str,
-    loaded: dict[str, Any],
-    load_time_s: float | None,
-    path: Path | None,
-) -> ApplicationResult:
-    """Return a node's ``applications`` entry: its requests read back from ``path`` (bounded by the
-    workflow's requests per run, spec.Limits), each judged against the unit's SLOs, and their figures."""
-    slos = unit.slo
-    requests = list(read_records(path))
-    for r in requests:
-        r["slo_met"] = metrics.request_slo_met(r, slos) if r["status"] == RequestStatus.OK else None
-    return ApplicationResult.model_validate(
-        {
-            "name": name,
-            "unit": unit.name,
-            "type": unit.type,
-            "device": device,
-            "priority": unit.priority,
-            "model": unit.model,
-            "loaded": loaded,
-            "slo": slos,
-            "load_time_s": load_time_s,
-            "requests_total": len(requests),
-            **metrics.application_metrics(requests, slos),
-            "requests": [RequestResult.model_validate(r) for r in requests],
-        }
-    )
