@@ -41,6 +41,8 @@ def chart_data(html: str) -> dict[str, Any]:
 def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run: Run) -> None:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     assert 'id="slo-table"' in html and "100 %" in html
+    # Each SLO as its metric, bound and unit (stored structured, shown as the spec writes it).
+    assert "<td>e2e&lt;=1.0s</td>" in html and "<td>step&lt;=1.0s</td>" in html
     data = chart_data(html)
     assert [g["node"] for g in data["gantt"]] == ["chat", "spin"]
     latency = {(s["application"], s["metric"]): s for s in data["latency"]}
