@@ -1,7 +1,9 @@
 """The result bundle: ``result.json`` (schema below, documented in docs/result-format.md) and CSVs.
 
-``ResultDocument`` is the schema of ``result.json``; the web side parses bundles with it and the tests
-validate every bundle the CLI writes against it.
+``ResultDocument`` is ``result.json``: the runner builds it (``benchmarks.runner.result``),
+``write_bundle`` writes it, ``load_bundle`` reads it back (any schema version), the web stores it.
+Its ``failed_nodes()`` and ``problem()`` are the one decision of what failed in a run; ``slo_table``
+is the SLO table the CLI prints and the result page shows.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from benchmarks.spec import SLO, parse_slo
 from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
 # Version 2: an application's ``slo`` is a list of {metric, op, threshold_s} (version 1: strings such
-# as "ttft<=1.0s"). load_bundle and ResultDocument read version 1 and upgrade it (upgrade).
+# as "ttft<=1.0s"). load_bundle and ResultDocument read version 1 too (see ``upgrade``).
 SCHEMA_VERSION = 2
 
 
@@ -149,7 +151,7 @@ class ResultDocument(_Strict):
     """``result.json``: what the runner returns, write_bundle writes and load_bundle reads."""
 
     schema_version: Literal[2]
-    status: RunStatus
+    status: Literal[RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED]
     reason: str | None
     workflow: dict[str, Any]
     scheduler: dict[str, Any]

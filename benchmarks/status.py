@@ -3,7 +3,7 @@
 String enums: each member is its ``str`` value, so JSON, CSV, the database and templates see the
 same words as before. Four vocabularies, kept apart because they describe different things:
 
-- ``RunStatus``: how the engine's run ended (``result.json``'s ``status``);
+- ``RunStatus``: a run of the engine (``running``, then how it ended: ``result.json``'s ``status``);
 - ``NodeStatus``: a DAG node's life cycle (the runner, the progress reducer, ``nodes[].status``);
 - ``RequestStatus``: how one request ended (``requests[].status``);
 - ``JobStatus``: a run on a ConsumerBench server (the web's ``Run.status``, the REST API, the client).
@@ -17,8 +17,9 @@ from enum import StrEnum
 
 
 class RunStatus(StrEnum):
-    """How a run of the engine ended."""
+    """A run of the engine: ``running`` (its ``run_status`` event), then how it ended."""
 
+    RUNNING = "running"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     FAILED = "failed"

@@ -148,7 +148,7 @@ class _Run:
         }
         self.t0 = clock.now()
         started_wall = clock.wall()
-        self._emit("run_status", status=NodeStatus.RUNNING)
+        self._emit("run_status", status=RunStatus.RUNNING)
         self.monitor.start(self.t0)
         # Without a bundle directory, what applications produce (images) lives only as long as the run.
         scratch = None

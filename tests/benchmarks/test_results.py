@@ -199,7 +199,9 @@ def test_a_run_that_did_not_complete_has_its_own_reason_as_its_problem(
     assert doc.problem() == problem
 
 
-def test_a_result_node_holds_only_a_terminal_status() -> None:
+def test_a_result_holds_only_ended_statuses_of_the_run_and_its_nodes() -> None:
     with pytest.raises(ValidationError, match="status"):
         _document(a="running")
+    with pytest.raises(ValidationError, match="status"):
+        _document(RunStatus.RUNNING, a="succeeded")
     assert _document(a="stopped").nodes[0].status is NodeStatus.STOPPED
