@@ -238,7 +238,10 @@ def write_bundle(result: ResultDocument, out_dir: Path) -> Path:
     path = out_dir / "result.json"
     tmp = path.with_suffix(".json.tmp")
     document = result.model_dump(mode="json", exclude_unset=True)
-    tmp.write_text(json.dumps(document, indent=1, allow_nan=False))
+    # Written as it is encoded: a long run's result.json is never held as one string as well.
+    with tmp.open("w", encoding="utf-8") as fh:
+        for chunk in json.JSONEncoder(indent=1, allow_nan=False).iterencode(document):
+            fh.write(chunk)
     tmp.replace(path)
     return path
 

@@ -96,10 +96,14 @@ def application_result(state: NodeState) -> ApplicationResult:
     by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, and their
     figures."""
     unit, slos = state.unit, state.unit.slo
-    requests = list(read_records(state.records_path))
+    # One record at a time from the file into its typed form: the records are held once, not also
+    # as the dicts they were read as (the metrics read the models' own field mappings, vars()).
+    requests = [
+        RequestResult.model_validate({**r, "slo_met": None}) for r in read_records(state.records_path)
+    ]
     for r in requests:
-        r["slo_met"] = metrics.request_slo_met(r, slos) if r["status"] == RequestStatus.OK else None
-    figures = metrics.application_metrics(requests, slos)
+        r.slo_met = metrics.request_slo_met(vars(r), slos) if r.status is RequestStatus.OK else None
+    figures = metrics.application_metrics([vars(r) for r in requests], slos)
     return ApplicationResult.model_validate(
         {
             "name": state.name,
@@ -113,7 +117,7 @@ def application_result(state: NodeState) -> ApplicationResult:
             "load_time_s": _load_time(state),
             "requests_total": len(requests),
             **figures,
-            "requests": [RequestResult.model_validate(r) for r in requests],
+            "requests": requests,
         }
     )
 
