@@ -262,20 +262,20 @@ class _Run:
     def _release_groups(self) -> None:
         """start_together: let a group's requests begin once every member has loaded or has ended."""
         for state in self.nodes.values():
-            if state.go_event is None or state.released_at is not None:
+            if state.go is None or state.released_at is not None:
                 continue
             members = [self.nodes[n] for n in state.group]
             if all(m.load_finished is not None or m.status not in _ACTIVE for m in members):
                 now = clock.now()
                 for m in members:
-                    if m.go_event is not None and m.released_at is None:
-                        m.go_event.set()
+                    if m.go is not None and m.released_at is None:
+                        m.go.release()
                         m.released_at = now
 
     def _spawn(self, state: NodeState, plan: NodePlan) -> None:
         recv, send = self.ctx.Pipe(duplex=False)
         state.stop_event = self.ctx.Event()
-        state.go_event = self.ctx.Event() if self.workflow.start_together else None
+        state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
         env = self.scheduler.env_for(plan)
         gate = self.scheduler.gate_for(plan)
         out_dir = str(bundle_path(self.artifacts, state.name))
@@ -293,7 +293,7 @@ class _Run:
                 state.stop_event,
                 out_dir,
                 seed,
-                state.go_event,
+                state.go,
                 self.files,
             ),
             daemon=True,

@@ -61,12 +61,12 @@ def app_process_main(
     stop_event: Any,
     out_dir: str,
     seed: int,
-    go_event: Any = None,
+    go: Any = None,
     files: FilePolicy = UNRESTRICTED,
 ) -> None:
-    """Entry point of an application process: load, wait for ``go_event`` when given (the runner sets
-    it once the nodes started with this one have loaded: start_together), run the requests, report,
-    close."""
+    """Entry point of an application process: load, wait for ``go`` when given (a semaphore the runner
+    releases once the nodes started with this one have loaded: start_together), run the requests,
+    report, close."""
     die_with_parent()
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
@@ -100,7 +100,7 @@ def app_process_main(
 
     def ready(loaded: list[dict[str, Any]]) -> None:
         emit("load_end", loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions})
-        while go_event is not None and not go_event.wait(0.05):
+        while go is not None and not go.acquire(timeout=0.05):
             if stop_event.is_set():
                 raise AppStopped
 

@@ -37,7 +37,9 @@ class NodeState:
     done_status: NodeStatus | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True
-    # start_together: the nodes spawned with this one, and the event that lets its requests begin.
+    # start_together: the nodes spawned with this one, and the semaphore whose release lets its
+    # requests begin. Not an Event: Event.set() waits for its sleepers to wake, forever when one was
+    # killed while waiting (a run cut by its time limit during the loads).
     group: tuple[str, ...] = ()
-    go_event: Any = None
+    go: Any = None
     released_at: float | None = None

@@ -335,3 +335,20 @@ def test_a_stop_while_waiting_to_start_runs_no_request() -> None:
     with pytest.raises(AppStopped):
         _run_sessions([ThreadProbe(log, 0), ThreadProbe(log, 1)], stopped)
     assert [kind for kind, _, _ in log] == ["load", "load"]
+
+
+@pytest.mark.timeout(60)
+def test_a_start_together_member_killed_while_it_waits_for_the_go_does_not_hang_the_run() -> None:
+    # "quick" waits for the go while "slow" loads for 30 s; with no stop grace the cancel kills both at
+    # once, "quick" almost surely inside its wait. Releasing a killed waiter must not block the runner.
+    started = time.monotonic()
+    result = run(
+        "start_together: true\n"
+        "quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2}\n"
+        "slow: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, load_time_s: 30}\n",
+        cancel=lambda: time.monotonic() - started > 2.0,
+        stop_grace_s=0.0,
+    )
+    assert result.status == "cancelled"
+    assert [(n.name, n.status) for n in result.nodes] == [("quick", "stopped"), ("slow", "stopped")]
+    assert all(not a.requests for a in result.applications)
