@@ -8,21 +8,20 @@ Semantics (docs/workflow-format.md):
 - cancellation (a callable the caller polls, e.g. Ctrl-C or the web's cancel flag) stops every
   process within ``stop_grace_s`` plus one second and still returns what was measured.
 
-Modules: ``checks`` (can the run start here: preflight), ``dag`` (the main loop and the result document),
-``process`` (inside an application process), ``records`` (request records on disk, read back).
+Modules: ``checks`` (can the run start here: preflight), ``dag`` (the main loop), ``state`` (what it
+knows of a node), ``process`` (inside an application process), ``records`` (request records on disk),
+``result`` (the ResultDocument built from the node states and the records).
 """
 
-from benchmarks.runner.checks import PreflightError, preflight, resolve_device
-from benchmarks.runner.dag import TIME_LIMIT_REASON, NullSink, RunSink, run_workflow
+from benchmarks.runner.checks import PreflightError, preflight
+from benchmarks.runner.dag import TIME_LIMIT_REASON, RunSink, run_workflow
 from benchmarks.runner.records import RECORDS_DIR
 
 __all__ = [
     "RECORDS_DIR",
     "TIME_LIMIT_REASON",
-    "NullSink",
     "PreflightError",
     "RunSink",
     "preflight",
-    "resolve_device",
     "run_workflow",
 ]
