@@ -42,6 +42,8 @@ class RunSink(Protocol):
 
 
 class NullSink:
+    """The sink of a run nobody watches: every event is dropped."""
+
     def on_event(self, event: Mapping[str, Any]) -> None:
         return None
 
