@@ -52,6 +52,11 @@ def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run:
     assert not any(re.match(r"cpu\d+\.", s["metric"]) for s in data["telemetry"])
 
 
+def test_a_finished_run_tells_the_polling_page_to_reload(finished_run: Run) -> None:
+    progress = Client().get(f"/runs/{finished_run.pk}/progress/").json()
+    assert (progress["status"], progress["finished"]) == ("succeeded", True)
+
+
 def test_result_page_numbers_are_the_engines(finished_run: Run) -> None:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     chat = finished_run.application_results.get(name="chat")
@@ -89,6 +94,7 @@ def test_live_page_polls_progress_while_running(alice: Any, make_workflow: Any, 
     assert 'data-finished="0"' in html and 'http-equiv="refresh"' in html
     progress = Client().get(f"/runs/{run.pk}/progress/").json()
     assert progress["status"] == "queued" and progress["progress"]["nodes"]["first"]["total"] == 3
+    assert progress["finished"] is False
 
 
 def test_launch_form_queues_the_runs_and_redirects(alice: Any, make_workflow: Any) -> None:
