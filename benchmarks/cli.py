@@ -24,11 +24,12 @@ from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
-from benchmarks.results import default_out_dir, slo_table, write_bundle
+from benchmarks.results import ResultDocument, default_out_dir, slo_table, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
 from benchmarks.spec.load import load_file
 from benchmarks.spec.model import SpecError, Workflow, WorkflowValidationError
+from benchmarks.status import JobStatus, NodeStatus
 from benchmarks.sweep import cli as sweep_cli
 from benchmarks.table import text_table
 
@@ -205,7 +206,7 @@ class Progress:
         last = st["last"].get("e2e")
         if last is not None:
             text += f"  last e2e {last:.3f}s"
-        if st["reason"] and st["status"] in ("failed", "skipped", "stopped"):
+        if st["reason"] and NodeStatus(st["status"]).terminal:
             text += f"  ({st['reason']})"
         return text
 
@@ -218,11 +219,11 @@ class Progress:
         self.drawn = True
 
 
-def summary_table(result: Mapping[str, Any]) -> str:
+def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run table: one row per application, then the run's figures."""
     rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
-    status = {n["name"]: n["status"] for n in result["nodes"]}
-    for row in slo_table(result["applications"]):
+    status = {n.name: n.status for n in result.nodes}
+    for row in slo_table(result.applications):
         att = row.attainment
         rows.append(
             (
@@ -238,10 +239,10 @@ def summary_table(result: Mapping[str, Any]) -> str:
             )
         )
     lines = text_table([[str(c) for c in r] for r in rows], align="<" * len(rows[0])).splitlines()
-    ma, fair = result["mean_attainment"], result["fairness"]
+    ma, fair = result.mean_attainment, result.fairness
     lines.append("")
     lines.append(
-        f"run {result['status']}: makespan {_secs(result['makespan_s'])}, mean SLO attainment "
+        f"run {result.status}: makespan {_secs(result.makespan_s)}, mean SLO attainment "
         f"{'-' if ma is None else f'{ma:.1%}'}, fairness {'-' if fair is None else f'{fair:.3f}'}"
     )
     return "\n".join(lines)
@@ -276,7 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cancel.set()
 
     previous = signal.signal(signal.SIGINT, on_sigint)
-    results = []
+    results: list[ResultDocument] = []
     try:
         for i in range(1, repeat + 1):
             bundle = out / f"rep-{i}" if repeat > 1 else out
@@ -310,18 +311,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_repeat_summary(results, out)
     if cancel.is_set():
         return EXIT_CANCELLED
-    failed = any(
-        r["status"] != "completed" or any(n["status"] in ("failed", "skipped") for n in r["nodes"])
-        for r in results
-    )
+    failed = any(r.problem() is not None for r in results)
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
-def _write_repeat_summary(results: list[dict[str, Any]], out: Path) -> None:
+def _write_repeat_summary(results: list[ResultDocument], out: Path) -> None:
     summary: dict[str, Any] = {"repetitions": len(results)}
     print(f"\nover {len(results)} repetitions (mean ± 95 % CI):")
     for key in ("mean_attainment", "fairness", "makespan_s"):
-        values = [r[key] for r in results if r[key] is not None]
+        values = [v for r in results if (v := getattr(r, key)) is not None]
         if not values:
             continue
         mean, half = metrics.mean_ci95(values)
@@ -375,7 +373,7 @@ def _report_submitted(run: Mapping[str, Any], fail_under: float | None) -> int:
         print(f"  {app['name']:<24} {app['type']:<14} SLO met {'-' if att is None else f'{att:.1%}'}")
     mean = summary.get("mean_attainment")
     print(f"run {run['id']} {run['status']}: mean SLO attainment {'-' if mean is None else f'{mean:.1%}'}")
-    if run["status"] != "succeeded":
+    if run["status"] != JobStatus.SUCCEEDED:
         if run.get("error"):
             print(f"error: {run['error']}", file=sys.stderr)
         return EXIT_PROBLEMS

@@ -1,6 +1,7 @@
 """A small client of a ConsumerBench server's REST API (docs/api.md), for CI jobs.
 
-Standard library only, so that a CI machine needs nothing but this package:
+Standard library only (and ``benchmarks.status``, which is too), so that a CI machine needs nothing
+but this package:
 ``consumerbench submit workflow.yml --server URL --token T --wait --fail-under 0.9``.
 """
 
@@ -13,7 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-FINISHED = ("succeeded", "failed", "cancelled")
+from benchmarks.status import FINISHED
 
 
 class ApiError(RuntimeError):

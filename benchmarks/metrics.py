@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmarks.spec.model import SLO
+from benchmarks.status import RequestStatus
 
 PERCENTILES = (50, 90, 99)
 # Two-sided 95 % Student t critical values for 1..30 degrees of freedom; 1.96 beyond.
@@ -71,7 +72,7 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
 
 def counted(requests: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Return the requests that count towards metrics: finished normally and not warm-up."""
-    return [r for r in requests if r.get("status") == "ok" and not r.get("warmup")]
+    return [r for r in requests if r.get("status") == RequestStatus.OK and not r.get("warmup")]
 
 
 def request_slo_met(record: Mapping[str, Any], slos: Sequence[SLO]) -> bool | None:

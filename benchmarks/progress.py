@@ -10,12 +10,13 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from benchmarks.spec.model import Workflow, requests_per_run
+from benchmarks.status import NodeStatus
 
 
 class NodeProgress(TypedDict):
     """One node's progress: its status, requests done of ``total``, the last request's metrics."""
 
-    status: str
+    status: NodeStatus
     done: int
     total: int
     type: str
@@ -41,7 +42,7 @@ def initial_progress(workflow: Workflow) -> ProgressState:
         "t": 0.0,
         "nodes": {
             name: {
-                "status": "pending",
+                "status": NodeStatus.PENDING,
                 "done": 0,
                 "total": totals[name],
                 "type": workflow.unit_of(name).type,
@@ -74,14 +75,14 @@ class RunProgress:
             self.state["t"] = max(float(self.state["t"]), float(t))
         node = self.state["nodes"].get(event.get("node"))  # type: ignore[arg-type]
         if kind == "node_status" and node is not None:
-            status = event.get("status", node["status"])
+            status = NodeStatus(event.get("status", node["status"]))
             # A started process first loads its model (load_end marks it running).
-            node["status"] = "loading" if status == "running" else status
+            node["status"] = NodeStatus.LOADING if status is NodeStatus.RUNNING else status
             node["reason"] = event.get("reason")
         elif kind == "load_start" and node is not None:
-            node["status"] = "loading"
+            node["status"] = NodeStatus.LOADING
         elif kind == "load_end" and node is not None:
-            node["status"] = "running"
+            node["status"] = NodeStatus.RUNNING
         elif kind == "request_end" and node is not None:
             record = event.get("record") or {}
             node["done"] += 1

@@ -1,7 +1,9 @@
 """The result bundle: ``result.json`` (schema below, documented in docs/result-format.md) and CSVs.
 
-``ResultDocument`` is the schema of ``result.json``; the web side parses bundles with it and the tests
-validate every bundle the CLI writes against it.
+``ResultDocument`` is ``result.json``: the runner builds it (``benchmarks.runner.result``),
+``write_bundle`` writes it, ``load_bundle`` reads it back (any schema version), the web stores it.
+Its ``failed_nodes()`` and ``problem()`` are the one decision of what failed in a run; ``slo_table``
+is the SLO table the CLI prints and the result page shows.
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ import csv
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchmarks.files import bundle_path
+from benchmarks.spec.model import SLO, parse_slo
+from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
-NodeStatus = Literal["succeeded", "failed", "stopped", "skipped"]
+# Version 2: an application's ``slo`` is a list of {metric, op, threshold_s} (version 1: strings such
+# as "ttft<=1.0s"). load_bundle and ResultDocument read version 1 too (see ``upgrade``).
+SCHEMA_VERSION = 2
 
 
 class _Strict(BaseModel):
@@ -31,7 +37,7 @@ class RequestResult(_Strict):
     arrival: float = Field(description="seconds since run start when the request was due")
     start: float
     end: float
-    status: Literal["ok", "interrupted", "error"]
+    status: RequestStatus
     warmup: bool
     slo_met: bool | None
     metrics: dict[str, float]
@@ -58,7 +64,7 @@ class ApplicationResult(_Strict):
     priority: Literal["high", "medium", "low"]
     model: str | None
     loaded: dict[str, Any]
-    slo: list[str]
+    slo: list[SLO] = Field(description="the application's SLOs: metric, op (< or <=), threshold_s")
     load_time_s: float | None
     requests_total: int
     requests_counted: int
@@ -75,7 +81,7 @@ class NodeResult(_Strict):
     uses: str
     background: bool
     device: Literal["gpu", "cpu"]
-    status: NodeStatus
+    status: Literal[NodeStatus.SUCCEEDED, NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.SKIPPED]
     started_at: float | None
     finished_at: float | None
     load_time_s: float | None
@@ -142,8 +148,10 @@ class TelemetryResult(_Strict):
 
 
 class ResultDocument(_Strict):
-    schema_version: Literal[1]
-    status: Literal["completed", "cancelled", "failed"]
+    """``result.json``: what the runner returns, write_bundle writes and load_bundle reads."""
+
+    schema_version: Literal[2]
+    status: Literal[RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED]
     reason: str | None
     workflow: dict[str, Any]
     scheduler: dict[str, Any]
@@ -159,6 +167,51 @@ class ResultDocument(_Strict):
     applications: list[ApplicationResult]
     telemetry: TelemetryResult | None = Field(None, description="None when the run had the monitor off")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older_versions(cls, data: Any) -> Any:
+        return upgrade(data) if isinstance(data, dict) else data
+
+    def failed_nodes(self) -> list[NodeResult]:
+        """Return the nodes that did not do their work (failed, or skipped), in workflow order."""
+        return [n for n in self.nodes if n.status.failing]
+
+    def problem(self) -> str | None:
+        """Return why the run did not succeed, or None when it did (it completed and no node failed).
+
+        The run's own reason when it was cancelled or failed as a whole, else each failed node's.
+        """
+        if self.status is not RunStatus.COMPLETED:
+            return self.reason or ("cancelled" if self.status is RunStatus.CANCELLED else "the run failed")
+        failed = self.failed_nodes()
+        if not failed:
+            return None
+        return "; ".join(f"node '{n.name}' {n.status}: {n.reason or 'no reason given'}" for n in failed)
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a ``result.json`` mapping of an earlier schema version in the current shape (JSON types
+    only), or ``data`` itself when it is not of an earlier version.
+
+    Version 1 -> 2: each application's SLO strings ("ttft<=1.0s") become {metric, op, threshold_s}.
+    Raises ValueError for an SLO string that does not parse.
+    """
+    if data.get("schema_version") != 1:
+        return data
+    applications = data.get("applications")
+    if isinstance(applications, list):
+        applications = [
+            {**app, "slo": [slo_of_v1(s) for s in app.get("slo", [])]} if isinstance(app, dict) else app
+            for app in applications
+        ]
+    return {**data, "schema_version": SCHEMA_VERSION, "applications": applications}
+
+
+def slo_of_v1(slo: Any) -> Any:
+    """Return a version 1 SLO string as a version 2 mapping {metric, op, threshold_s}; anything else as
+    it is (a mapping already, or what validation will refuse)."""
+    return parse_slo(slo).model_dump() if isinstance(slo, str) else slo
+
 
 def default_out_dir(workflow_name: str, root: Path = Path("results")) -> Path:
     """Return ``results/<workflow>-<UTC timestamp>/`` (a fresh, not yet existing directory)."""
@@ -172,25 +225,30 @@ def default_out_dir(workflow_name: str, root: Path = Path("results")) -> Path:
     return path
 
 
-def write_bundle(result: dict[str, Any], out_dir: Path) -> Path:
+def write_bundle(result: ResultDocument, out_dir: Path) -> Path:
     """Write ``result.json`` and one CSV of requests per application; return the result.json path.
 
-    The JSON is written to a temporary name and renamed, so a reader never sees half a file.
+    The JSON is written to a temporary name and renamed, so a reader never sees half a file. Fields
+    a summary leaves out (a metric without values has only ``count``) stay out of the JSON.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    for app in result["applications"]:
+    for app in result.applications:
         # Node names are identifiers (benchmarks.spec), so each maps to its own file, checked to stay here.
-        _write_requests_csv(app, bundle_path(out_dir, f"{app['name']}.csv"))
+        _write_requests_csv(app, bundle_path(out_dir, f"{app.name}.csv"))
     path = out_dir / "result.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, allow_nan=False))
+    document = result.model_dump(mode="json", exclude_unset=True)
+    # Written as it is encoded: a long run's result.json is never held as one string as well.
+    with tmp.open("w", encoding="utf-8") as fh:
+        for chunk in json.JSONEncoder(indent=1, allow_nan=False).iterencode(document):
+            fh.write(chunk)
     tmp.replace(path)
     return path
 
 
-def _write_requests_csv(app: dict[str, Any], path: Path) -> None:
-    metric_names = sorted({m for r in app["requests"] for m in r["metrics"]})
-    info_names = sorted({k for r in app["requests"] for k, v in r["info"].items() if _scalar(v)})
+def _write_requests_csv(app: ApplicationResult, path: Path) -> None:
+    metric_names = sorted({m for r in app.requests for m in r.metrics})
+    info_names = sorted({k for r in app.requests for k, v in r.info.items() if _scalar(v)})
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(
@@ -206,18 +264,18 @@ def _write_requests_csv(app: dict[str, Any], path: Path) -> None:
                 *info_names,
             ]
         )
-        for r in app["requests"]:
+        for r in app.requests:
             writer.writerow(
                 [
-                    r["index"],
-                    f"{r['arrival']:.6f}",
-                    f"{r['start']:.6f}",
-                    f"{r['end']:.6f}",
-                    r["status"],
-                    int(r["warmup"]),
-                    "" if r["slo_met"] is None else int(r["slo_met"]),
-                    *[_fmt(r["metrics"].get(m)) for m in metric_names],
-                    *[r["info"].get(k, "") for k in info_names],
+                    r.index,
+                    f"{r.arrival:.6f}",
+                    f"{r.start:.6f}",
+                    f"{r.end:.6f}",
+                    r.status,
+                    int(r.warmup),
+                    "" if r.slo_met is None else int(r.slo_met),
+                    *[_fmt(r.metrics.get(m)) for m in metric_names],
+                    *[r.info.get(k, "") for k in info_names],
                 ]
             )
 
@@ -231,7 +289,8 @@ def _fmt(value: float | None) -> str:
 
 
 def load_bundle(path: Path) -> ResultDocument:
-    """Read and validate a ``result.json`` (or the bundle directory holding it)."""
+    """Read and validate a ``result.json`` (or the bundle directory holding it); return it in the
+    current schema (a version 1 bundle is upgraded as it is read)."""
     if path.is_dir():
         path = path / "result.json"
     return ResultDocument.model_validate_json(path.read_text())
@@ -251,7 +310,7 @@ class SloRow:
     first: bool
     span: int
     metric: str  # "-" when the application has neither an SLO nor an e2e figure
-    slo: str  # the SLO on this metric as the result records it; "" when none
+    slo: SLO | None  # the SLO on this metric (shown as "ttft<=1.0s"); None when none
     attainment: float | None
     requests_met: int | None
     requests_counted: int
@@ -264,43 +323,38 @@ class SloRow:
     throughput_rps: float | None
 
 
-def slo_metric(slo: str) -> str:
-    """Return the metric an SLO of a result names (``"ttft<=1.0s"`` -> ``"ttft"``)."""
-    return slo.split("<")[0]
+def shown_metrics(application: ApplicationResult) -> list[str]:
+    """Return the metrics the SLO table shows for an application: those of its SLOs, else ``e2e``
+    when it has that figure, else none."""
+    return [s.metric for s in application.slo] or [m for m in ("e2e",) if m in application.metrics]
 
 
-def shown_metrics(application: Mapping[str, Any]) -> list[str]:
-    """Return the metrics the SLO table shows for an application (an ``applications`` entry of a
-    result): those of its SLOs, else ``e2e`` when it has that figure, else none."""
-    return [slo_metric(s) for s in application["slo"]] or [m for m in ("e2e",) if m in application["metrics"]]
-
-
-def slo_table(applications: Iterable[Mapping[str, Any]]) -> list[SloRow]:
+def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
     """Return the SLO table of a result's ``applications`` (the CLI prints it, the result page shows
     it): per application one row per shown metric, in the result's order."""
     rows = []
     for app in applications:
         shown = shown_metrics(app)
         for i, metric in enumerate(shown or ["-"]):
-            summary = app["metrics"].get(metric) or {}
+            summary = app.metrics.get(metric)
             rows.append(
                 SloRow(
-                    application=app["name"],
-                    type=app["type"],
+                    application=app.name,
+                    type=app.type,
                     first=i == 0,
                     span=len(shown) or 1,
                     metric=metric,
-                    slo=next((s for s in app["slo"] if slo_metric(s) == metric), ""),
-                    attainment=app["slo_attainment"],
-                    requests_met=app["requests_met"],
-                    requests_counted=app["requests_counted"],
-                    requests_total=app["requests_total"],
-                    p50=summary.get("p50"),
-                    p90=summary.get("p90"),
-                    p99=summary.get("p99"),
-                    normalized=app["normalized_latency"].get(metric),
-                    load_time_s=app["load_time_s"],
-                    throughput_rps=app["throughput_rps"],
+                    slo=next((s for s in app.slo if s.metric == metric), None),
+                    attainment=app.slo_attainment,
+                    requests_met=app.requests_met,
+                    requests_counted=app.requests_counted,
+                    requests_total=app.requests_total,
+                    p50=summary.p50 if summary else None,
+                    p90=summary.p90 if summary else None,
+                    p99=summary.p99 if summary else None,
+                    normalized=app.normalized_latency.get(metric),
+                    load_time_s=app.load_time_s,
+                    throughput_rps=app.throughput_rps,
                 )
             )
     return rows

@@ -20,6 +20,7 @@ from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.models import Format, check_model
 from benchmarks.spec.model import DATA_FILE, Application, AppOptions
+from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
@@ -59,7 +60,7 @@ class RequestRecord:
     arrival: float
     start: float = 0.0
     end: float = 0.0
-    status: str = "ok"
+    status: RequestStatus = RequestStatus.OK
     warmup: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
@@ -249,7 +250,7 @@ class Driver(ABC):
                 self.run_request(record, payloads[i % len(payloads)])
             except AppStopped:
                 record.end = now()
-                record.status = "interrupted"
+                record.status = RequestStatus.INTERRUPTED
                 self.ctx.send_record(record)
                 raise
             record.end = now()

@@ -50,6 +50,7 @@ from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.models import resolve
 from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
+from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
     import numpy as np
@@ -309,7 +310,7 @@ class CaptionsDriver(Driver):
                     heard = self._transcribe(audio, buffer_start, chunk_end, committed)
                     busy = now() - started
             except AppStopped:
-                record.end, record.status = now(), "interrupted"
+                record.end, record.status = now(), RequestStatus.INTERRUPTED
                 self.ctx.send_record(record)
                 raise
             words = heard.words

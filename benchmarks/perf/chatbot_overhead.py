@@ -29,6 +29,7 @@ from benchmarks.data import DATA_DIR
 from benchmarks.models import resolve
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
+from benchmarks.status import RequestStatus
 from benchmarks.table import text_table
 
 GOAL = 1.03
@@ -83,8 +84,8 @@ chat:
         name="chatbot-overhead",
     )
     result = run_workflow(workflow)
-    (app,) = result["applications"]
-    rows = [r["metrics"] for r in app["requests"] if r["status"] == "ok" and not r["warmup"]]
+    (app,) = result.applications
+    rows = [r.metrics for r in app.requests if r.status is RequestStatus.OK and not r.warmup]
     return [{"ttft": m["ttft"], "tpot": m["tpot"]} for m in rows if "ttft" in m and "tpot" in m]
 
 

@@ -23,6 +23,7 @@ from benchmarks.clock import now
 from benchmarks.schedulers import ledger
 from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
+from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import SLO, Workflow
@@ -151,7 +152,7 @@ class CreditScheduler(Scheduler):
         return CreditGateSpec(self.shm_name, self._slots[node.name], self.table.slots, self.params)
 
     def on_request_end(self, node: str, record: Mapping[str, Any]) -> None:
-        if self.table is None or node not in self._slots or record.get("status") != "ok":
+        if self.table is None or node not in self._slots or record.get("status") != RequestStatus.OK:
             return
         value = ledger.normalised_latency(record.get("metrics", {}), self._slos[node])
         if value is None:

@@ -60,16 +60,14 @@ def run_step(sweep: Sweep, state: State, step: Step, limit_s: float) -> dict[str
     try:
         workflow = workflow_of(sweep, step, smoke_clip(sweep, state.dir))
         result = run_workflow(workflow, scheduler=step.scheduler, out_dir=bundle, time_limit_s=limit_s)
-        if limit_s < sweep.run_limit_s and result["reason"] == TIME_LIMIT_REASON.format(limit_s):
+        if limit_s < sweep.run_limit_s and result.reason == TIME_LIMIT_REASON.format(limit_s):
             shutil.rmtree(bundle, ignore_errors=True)
             entry.update(status="cut", error="cut by the time left in this call; it runs again in the next")
             entry["wall_s"] = round(now() - started, 1)
             return entry
         write_bundle(result, bundle)
-        entry.update(bundle=step.bundle, status=result["status"], mean_attainment=result["mean_attainment"])
-        failed = [
-            f"{n['name']}: {n['reason']}" for n in result["nodes"] if n["status"] in ("failed", "skipped")
-        ]
+        entry.update(bundle=step.bundle, status=str(result.status), mean_attainment=result.mean_attainment)
+        failed = [f"{n.name}: {n.reason}" for n in result.failed_nodes()]
         if failed:
             entry["error"] = "; ".join(failed)
     except (PreflightError, SchedulerError) as exc:

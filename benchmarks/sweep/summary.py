@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks.metrics import application_metrics
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
-from benchmarks.spec.model import parse_slo
+from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
 from benchmarks.sweep.model import Level, Sweep
 from benchmarks.sweep.plan import first_run, scheduler_walk, table_levels
@@ -28,9 +28,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
     """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
     first = runs[0]
-    pooled = application_metrics(
-        [r for app in runs for r in app["requests"]], [parse_slo(s) for s in first["slo"]]
-    )
+    slos = [SLO.model_validate(s) for s in first["slo"]]
+    pooled = application_metrics([r for app in runs for r in app["requests"]], slos)
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
         for m, s in pooled["metrics"].items()
@@ -38,7 +37,7 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
     }
     out: dict[str, Any] = {
         "type": first["type"],
-        "slo": first["slo"],
+        "slo": [str(slo) for slo in slos],
         "slo_attainment": pooled["slo_attainment"],
         "slo_attainment_runs": [app["slo_attainment"] for app in runs],
         "requests": pooled["requests_counted"],

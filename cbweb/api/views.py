@@ -250,7 +250,7 @@ class RunOutput(serializers.Serializer):
     id = serializers.IntegerField()
     url = serializers.SerializerMethodField()
     web_url = serializers.SerializerMethodField()
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Run.Status.choices)
     workflow = serializers.IntegerField(
         source="workflow_version.workflow_id", allow_null=True, help_text="null once the workflow is deleted"
     )
@@ -320,7 +320,7 @@ class RunListApi(ListApi):
                 {
                     "id": serializers.IntegerField(),
                     "url": serializers.URLField(),
-                    "status": serializers.CharField(),
+                    "status": serializers.ChoiceField(choices=Run.Status.choices),
                     "web_url": serializers.URLField(),
                     "ids": serializers.ListField(child=serializers.IntegerField()),
                 },

@@ -218,6 +218,7 @@ def run_execute(*, run_id: int, worker: str) -> str:
     from benchmarks.platform import fingerprint
     from benchmarks.results import write_bundle
     from benchmarks.runner import run_workflow
+    from benchmarks.status import RunStatus
     from cbweb.platforms.services import platform_register
     from cbweb.runs import services
     from cbweb.runs.models import Run
@@ -257,8 +258,8 @@ def run_execute(*, run_id: int, worker: str) -> str:
                 files=file_policy(),
             )
         sink.flush()
-        if WORKER_SHUTDOWN.is_set() and result.get("status") == "cancelled":
-            result = {**result, "status": "failed", "reason": SHUTDOWN_REASON}
+        if WORKER_SHUTDOWN.is_set() and result.status is RunStatus.CANCELLED:
+            result = result.model_copy(update={"status": RunStatus.FAILED, "reason": SHUTDOWN_REASON})
         write_bundle(result, out_dir)
         # The bundle is on disk; the result goes to the database as soon as the database takes it.
         finished = with_db_retry(
@@ -273,7 +274,7 @@ def run_execute(*, run_id: int, worker: str) -> str:
         log.exception("run %s failed", run_id)
         error = f"{type(exc).__name__}: {exc}"
         with_db_retry(lambda: services.run_fail(run_id=run_id, error=error), what=f"run {run_id}: failing it")
-        return "failed"
+        return Run.Status.FAILED
 
 
 def run_queue(run_id: int) -> str:

@@ -12,19 +12,23 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from benchmarks.status import FINISHED as JOBS_FINISHED
+from benchmarks.status import JobStatus, NodeStatus, RequestStatus
 from cbweb.platforms.models import Platform
 from cbweb.workflows.models import WorkflowVersion
 
 
 class Run(models.Model):
+    # The engine's words for a run on a server (benchmarks.status.JobStatus, which the API client
+    # reads too), as Django choices.
     class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+        QUEUED = JobStatus.QUEUED.value
+        RUNNING = JobStatus.RUNNING.value
+        SUCCEEDED = JobStatus.SUCCEEDED.value
+        FAILED = JobStatus.FAILED.value
+        CANCELLED = JobStatus.CANCELLED.value
 
-    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    FINISHED = tuple(sorted(JOBS_FINISHED))
 
     # The version launched, while its workflow exists; the run keeps its own frozen copy of what it
     # ran (name, version number, spec, YAML), so the owner may delete a workflow others have run.
@@ -89,7 +93,7 @@ class NodeResult(models.Model):
     uses = models.CharField(max_length=200)
     background = models.BooleanField(default=False)
     device = models.CharField(max_length=10)
-    status = models.CharField(max_length=20)
+    status = models.CharField(max_length=20, choices=[(s.value, s.value) for s in NodeStatus if s.terminal])
     started_at = models.FloatField(null=True, help_text="seconds since the run started")
     finished_at = models.FloatField(null=True)
     load_time_s = models.FloatField(null=True)
@@ -107,7 +111,7 @@ class ApplicationResult(models.Model):
     device = models.CharField(max_length=10)
     priority = models.CharField(max_length=10)
     model = models.CharField(max_length=500, blank=True)
-    slo = models.JSONField(default=list)
+    slo = models.JSONField(default=list, help_text="[{metric, op, threshold_s}] (benchmarks.spec.SLO)")
     slo_attainment = models.FloatField(null=True)
     requests_total = models.PositiveIntegerField(default=0)
     requests_counted = models.PositiveIntegerField(default=0)
@@ -128,7 +132,7 @@ class RequestResult(models.Model):
     arrival = models.FloatField()
     start = models.FloatField()
     end = models.FloatField()
-    status = models.CharField(max_length=20)
+    status = models.CharField(max_length=20, choices=[(s.value, s.value) for s in RequestStatus])
     warmup = models.BooleanField(default=False)
     slo_met = models.BooleanField(null=True)
     metrics = models.JSONField(default=dict)

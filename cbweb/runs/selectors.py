@@ -19,7 +19,9 @@ from django.shortcuts import get_object_or_404
 
 from benchmarks import metrics
 from benchmarks.monitor.base import is_core_entity
+from benchmarks.results import ApplicationResult as EngineApplicationResult
 from benchmarks.results import SloRow, shown_metrics, slo_table
+from benchmarks.status import RequestStatus
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.telemetry import decode, lttb
 
@@ -66,23 +68,19 @@ def run_nodes(*, run: Run) -> list[NodeResult]:
     return list(run.node_results.all())
 
 
+def _engine_application(app: ApplicationResult) -> EngineApplicationResult:
+    """Return a stored application result as the engine's typed one (its requests left out)."""
+    data = {k: v for k, v in model_to_dict(app).items() if k in _ENGINE_APPLICATION_FIELDS}
+    return EngineApplicationResult.model_validate({**data, "model": app.model or None, "requests": []})
+
+
+_ENGINE_APPLICATION_FIELDS = set(EngineApplicationResult.model_fields) - {"requests"}
+
+
 def slo_rows(*, run: Run) -> list[SloRow]:
     """Return the per-application SLO table (the engine's ``slo_table`` over the stored results):
     attainment, p50/p90/p99 per SLO metric, normalised latency."""
-    return slo_table(model_to_dict(app) for app in run_applications(run=run))
-
-
-def _slo_thresholds(slos: Iterable[str]) -> dict[str, float]:
-    from benchmarks.spec.model import parse_slo
-
-    out = {}
-    for text in slos:
-        try:
-            slo = parse_slo(text)
-        except ValueError:
-            continue
-        out[slo.metric] = slo.threshold_s
-    return out
+    return slo_table(_engine_application(app) for app in run_applications(run=run))
 
 
 def _downsample(t: np.ndarray, v: np.ndarray, points: int) -> tuple[list[float], list[float]]:
@@ -98,14 +96,14 @@ def run_latency_series(*, run: Run, points: int = CHART_POINTS) -> list[dict[str
     Each series: ``{application, metric, slo_s, t: [...], v: [...]}`` (seconds since run start).
     """
     series = []
-    rows = RequestResult.objects.filter(application__run=run, status="ok", warmup=False).values_list(
-        "application_id", "end", "metrics"
-    )
+    rows = RequestResult.objects.filter(
+        application__run=run, status=RequestStatus.OK, warmup=False
+    ).values_list("application_id", "end", "metrics")
     by_app: dict[int, list[tuple[float, dict[str, float]]]] = defaultdict(list)
     for app_id, end, values in rows:
         by_app[app_id].append((end, values))
     for app in run_applications(run=run):
-        thresholds = _slo_thresholds(app.slo)
+        thresholds = {slo.metric: slo.threshold_s for slo in _engine_application(app).slo}
         names = list(thresholds) or ["e2e"]
         data = sorted(by_app.get(app.pk, []), key=lambda r: r[0])
         for metric in names:
@@ -334,7 +332,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
     apps = ApplicationResult.objects.filter(run__in=runs).prefetch_related(
         Prefetch(
             "requests",
-            queryset=RequestResult.objects.filter(status="ok", warmup=False).only(
+            queryset=RequestResult.objects.filter(status=RequestStatus.OK, warmup=False).only(
                 "application_id", "metrics"
             ),
         )
@@ -362,7 +360,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         names = {n for r in batch_runs for n in by_run[r.pk]}
         for name in sorted(names):
             results = [by_run[r.pk][name] for r in batch_runs if name in by_run[r.pk]]
-            metric = (shown_metrics(model_to_dict(results[0])) or ["e2e"])[0] if results else "e2e"
+            metric = (shown_metrics(_engine_application(results[0])) or ["e2e"])[0] if results else "e2e"
             column["applications"][name] = {
                 "metric": metric,
                 "attainment": _ci([a.slo_attainment for a in results if a.slo_attainment is not None]),

@@ -27,6 +27,7 @@ from benchmarks.results import ResultDocument
 from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
+from benchmarks.status import RunStatus
 from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
@@ -249,17 +250,14 @@ def _columns(model: type[Any], data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in names}
 
 
-def _status_of(document: ResultDocument) -> tuple[str, str]:
-    if document.status == "cancelled":
-        return Run.Status.CANCELLED, document.reason or "cancelled"
-    if document.status == "failed":
-        return Run.Status.FAILED, document.reason or "the run failed"
-    bad = [n for n in document.nodes if n.status in ("failed", "skipped")]
-    if bad:
-        return Run.Status.FAILED, "; ".join(
-            f"node '{n.name}' {n.status}: {n.reason or 'no reason given'}" for n in bad
-        )
-    return Run.Status.SUCCEEDED, ""
+def _status_of(document: ResultDocument) -> tuple[Run.Status, str]:
+    """Return the run's status and error from its result (the engine decides what failed)."""
+    problem = document.problem()
+    if problem is None:
+        return Run.Status.SUCCEEDED, ""
+    if document.status is RunStatus.CANCELLED:
+        return Run.Status.CANCELLED, problem
+    return Run.Status.FAILED, problem
 
 
 def summary_of(document: ResultDocument) -> dict[str, Any]:
@@ -271,29 +269,34 @@ def summary_of(document: ResultDocument) -> dict[str, Any]:
         "makespan_s": document.makespan_s,
         "telemetry": telemetry,
         "applications": [
-            {"name": a.name, "type": a.type, "slo_attainment": a.slo_attainment, "slo": a.slo}
+            # The SLOs as text ("ttft<=1.0s"), as the API has always shown them.
+            {
+                "name": a.name,
+                "type": a.type,
+                "slo_attainment": a.slo_attainment,
+                "slo": [str(s) for s in a.slo],
+            }
             for a in document.applications
         ],
     }
 
 
 @transaction.atomic
-def run_finish(*, run_id: int, result: dict[str, Any], bundle_dir: str = "") -> Run:
+def run_finish(*, run_id: int, result: ResultDocument, bundle_dir: str = "") -> Run:
     """Store a run's final result (nodes, applications, requests, summary) in one transaction; return it.
 
-    The result is validated with the engine's ``ResultDocument`` first; a run that is no longer
-    running (e.g. failed by the reaper) is left as it is and RunStateError is raised.
+    A run that is no longer running (e.g. failed by the reaper) is left as it is and RunStateError
+    is raised.
     """
-    document = ResultDocument.model_validate(result)
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.status != Run.Status.RUNNING:
         raise RunStateError(f"run {run_id} is {run.status}, not running; its result was not stored")
-    status, error = _status_of(document)
+    status, error = _status_of(result)
     NodeResult.objects.bulk_create(
         NodeResult(run=run, **_columns(NodeResult, {**n.model_dump(), "reason": n.reason or ""}))
-        for n in document.nodes
+        for n in result.nodes
     )
-    for app in document.applications:
+    for app in result.applications:
         data = app.model_dump(mode="json", exclude={"requests"})
         stored = ApplicationResult.objects.create(
             run=run, **_columns(ApplicationResult, {**data, "model": app.model or ""})
@@ -307,12 +310,12 @@ def run_finish(*, run_id: int, result: dict[str, Any], bundle_dir: str = "") -> 
             ),
             batch_size=REQUEST_BATCH,
         )
-    stripped = document.model_dump(mode="json")
+    stripped = result.model_dump(mode="json", exclude_unset=True)
     for app in stripped["applications"]:
         app["requests"] = []
     run.status = status
     run.error = error
-    run.summary = summary_of(document)
+    run.summary = summary_of(result)
     run.result = stripped
     run.bundle_dir = bundle_dir
     run.finished_at = timezone.now()

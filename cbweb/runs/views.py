@@ -89,6 +89,8 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
         {
             "id": run.pk,
             "status": run.status,
+            # The page reloads once finished; the statuses that mean it live in benchmarks.status.
+            "finished": run.is_finished,
             "error": run.error,
             "progress": run.progress,
             "cancel_requested": run.cancel_requested,

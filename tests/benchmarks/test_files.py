@@ -24,7 +24,7 @@ from benchmarks.files import (
     policy_from_env,
 )
 from benchmarks.models import ResolvedModel
-from benchmarks.results import write_bundle
+from benchmarks.results import load_bundle, write_bundle
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.spec.load import load_yaml
 from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, MODEL, Application, AppOptions, FileField
@@ -245,7 +245,7 @@ def test_the_run_refuses_a_stored_workflow_and_the_driver_checks_again(roots: An
         run_workflow(workflow, files=policy, monitor_hz=None)
     # Unrestricted (the CLI's default), the same workflow runs.
     result = run_workflow(workflow, monitor_hz=None)
-    assert result["status"] == "completed" and len(result["applications"][0]["requests"]) == 1
+    assert result.status == "completed" and len(result.applications[0].requests) == 1
 
 
 def test_policy_from_env_reads_comma_separated_folders(tmp_path: Path) -> None:
@@ -273,7 +273,8 @@ def test_bundle_path_refuses_a_symlink_out_of_the_run_folder(tmp_path: Path) -> 
 
 
 def test_write_bundle_refuses_an_application_name_that_would_leave_the_folder(tmp_path: Path) -> None:
-    result = {"applications": [{"name": "../../x", "requests": []}]}
+    result = load_bundle(Path(__file__).parent / "fixtures" / "result-v1.json")
+    result.applications[0] = result.applications[0].model_copy(update={"name": "../../x"})
     with pytest.raises(ValueError):
         write_bundle(result, tmp_path / "run")
     assert not (tmp_path / "x.csv").exists()

@@ -1,29 +1,58 @@
-"""The SLO table: one row per shown metric of each application, the figures straight from the result."""
+"""The result document: its SLO table, its one decision of what failed, its schema versions on disk."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
-from benchmarks.results import SloRow, shown_metrics, slo_table
+import pytest
+from pydantic import ValidationError
+
+from benchmarks.results import (
+    SCHEMA_VERSION,
+    ApplicationResult,
+    ResultDocument,
+    SloRow,
+    load_bundle,
+    shown_metrics,
+    slo_table,
+    write_bundle,
+)
+from benchmarks.spec.model import SLO
+from benchmarks.status import NodeStatus, RunStatus
+
+V1_BUNDLE = Path(__file__).parent / "fixtures" / "result-v1.json"  # written by the schema 1 CLI
 
 
 def application(
     name: str, slo: list[str], metrics: dict[str, dict[str, float]], **over: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "type": "Chatbot",
-        "slo": slo,
-        "metrics": metrics,
-        "slo_attainment": 0.5,
-        "requests_met": 2,
-        "requests_counted": 4,
-        "requests_total": 5,
-        "normalized_latency": {"ttft": 0.8},
-        "load_time_s": 1.5,
-        "throughput_rps": 3.0,
-        **over,
-    }
+) -> ApplicationResult:
+    from benchmarks.spec.model import parse_slo
+
+    return ApplicationResult.model_validate(
+        {
+            "name": name,
+            "unit": name,
+            "type": "Chatbot",
+            "device": "cpu",
+            "priority": "high",
+            "model": None,
+            "loaded": {},
+            "slo": [parse_slo(s) for s in slo],
+            "metrics": metrics,
+            "slo_attainment": 0.5,
+            "requests_met": 2,
+            "requests_counted": 4,
+            "requests_total": 5,
+            "normalized_latency": {"ttft": 0.8},
+            "load_time_s": 1.5,
+            "throughput_rps": 3.0,
+            "requests": [],
+            **over,
+        }
+    )
 
 
 SUMMARY = {"count": 4.0, "p50": 0.1, "p90": 0.2, "p99": 0.3}
@@ -31,7 +60,7 @@ SUMMARY = {"count": 4.0, "p50": 0.1, "p90": 0.2, "p99": 0.3}
 
 def test_an_application_has_one_row_per_slo_metric_and_its_own_cells_on_the_first() -> None:
     rows = slo_table([application("chat", ["ttft<=1.0s", "tpot<=0.25s"], {"ttft": SUMMARY})])
-    assert [(r.metric, r.slo, r.first, r.span) for r in rows] == [
+    assert [(r.metric, str(r.slo), r.first, r.span) for r in rows] == [
         ("ttft", "ttft<=1.0s", True, 2),
         ("tpot", "tpot<=0.25s", False, 2),
     ]
@@ -41,7 +70,7 @@ def test_an_application_has_one_row_per_slo_metric_and_its_own_cells_on_the_firs
         first=True,
         span=2,
         metric="ttft",
-        slo="ttft<=1.0s",
+        slo=SLO(metric="ttft", op="<=", threshold_s=1.0),
         attainment=0.5,
         requests_met=2,
         requests_counted=4,
@@ -63,12 +92,116 @@ def test_without_slos_the_table_shows_e2e_and_without_e2e_a_dash() -> None:
     assert shown_metrics(with_e2e) == ["e2e"] and shown_metrics(bare) == []
     rows = slo_table([with_e2e, bare])
     assert [(r.application, r.metric, r.slo, r.p50) for r in rows] == [
-        ("a", "e2e", "", 0.1),
-        ("b", "-", "", None),
+        ("a", "e2e", None, 0.1),
+        ("b", "-", None, None),
     ]
     assert rows[0].requests_met is None and rows[0].attainment is None
 
 
 def test_an_slo_is_matched_to_its_own_metric_not_one_that_shares_a_prefix() -> None:
     rows = slo_table([application("img", ["steps_total<=9.0s", "step<=1.0s"], {})])
-    assert [(r.metric, r.slo) for r in rows] == [("steps_total", "steps_total<=9.0s"), ("step", "step<=1.0s")]
+    assert [(r.metric, r.slo and r.slo.threshold_s) for r in rows] == [("steps_total", 9.0), ("step", 1.0)]
+
+
+def test_a_schema_1_bundle_is_read_with_its_slo_strings_as_structures(tmp_path: Path) -> None:
+    shutil.copy(V1_BUNDLE, tmp_path / "result.json")
+    doc = load_bundle(tmp_path)
+    assert doc.schema_version == SCHEMA_VERSION == 2
+    chat, nap = doc.applications
+    assert chat.slo == [
+        SLO(metric="e2e", op="<=", threshold_s=1.0),
+        SLO(metric="step", op="<", threshold_s=0.25),
+    ]
+    assert nap.slo == [SLO(metric="e2e", op="<", threshold_s=1e-6)]
+    # Everything else reads as it was written.
+    raw = json.loads(V1_BUNDLE.read_text())
+    assert [n.status for n in doc.nodes] == [n["status"] for n in raw["nodes"]]
+    assert chat.requests_met == raw["applications"][0]["requests_met"]
+
+
+def test_a_schema_1_bundle_with_a_malformed_slo_is_refused_with_the_slo_named(tmp_path: Path) -> None:
+    raw = json.loads(V1_BUNDLE.read_text())
+    raw["applications"][0]["slo"] = ["ttft about 1s"]
+    (tmp_path / "result.json").write_text(json.dumps(raw))
+    with pytest.raises(ValidationError, match="malformed SLO expression 'ttft about 1s'"):
+        load_bundle(tmp_path)
+
+
+def test_an_unknown_schema_version_is_refused() -> None:
+    raw = json.loads(V1_BUNDLE.read_text())
+    raw["schema_version"] = 3
+    with pytest.raises(ValidationError, match="schema_version"):
+        ResultDocument.model_validate(raw)
+
+
+def test_write_bundle_writes_slos_as_metric_op_and_threshold_and_reads_back_equal(tmp_path: Path) -> None:
+    doc = ResultDocument.model_validate(json.loads(V1_BUNDLE.read_text()))
+    write_bundle(doc, tmp_path / "b")
+    written = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert written["schema_version"] == 2
+    assert written["applications"][0]["slo"] == [
+        {"metric": "e2e", "op": "<=", "threshold_s": 1.0},
+        {"metric": "step", "op": "<", "threshold_s": 0.25},
+    ]
+    assert load_bundle(tmp_path / "b") == doc
+    # Apart from the SLOs, the same fields as the version 1 file: none added, none lost.
+    raw = json.loads(V1_BUNDLE.read_text())
+    assert {k for k in _keys(written) if not k.startswith(".applications.slo.")} == _keys(raw)
+    csv = (tmp_path / "b" / "chat.csv").read_text().splitlines()
+    assert csv[0].startswith("index,arrival_s,start_s,end_s,status,warmup,slo_met") and len(csv) == 3
+
+
+def _keys(value: Any, prefix: str = "") -> set[str]:
+    """Every key path of a JSON value (list items share their list's path)."""
+    if isinstance(value, dict):
+        return {p for k, v in value.items() for p in {f"{prefix}.{k}", *_keys(v, f"{prefix}.{k}")}}
+    if isinstance(value, list):
+        return {p for v in value for p in _keys(v, prefix)}
+    return set()
+
+
+def _document(
+    status: RunStatus = RunStatus.COMPLETED, reason: str | None = None, **nodes: str
+) -> ResultDocument:
+    raw = json.loads(V1_BUNDLE.read_text())
+    template = raw["nodes"][0]
+    raw["nodes"] = [
+        {**template, "name": name, "status": st, "reason": None if st == "succeeded" else f"why {name}"}
+        for name, st in nodes.items()
+    ]
+    return ResultDocument.model_validate({**raw, "status": status, "reason": reason})
+
+
+def test_failed_nodes_are_the_failed_and_skipped_ones_in_workflow_order() -> None:
+    doc = _document(a="skipped", b="succeeded", c="stopped", d="failed")
+    assert [n.name for n in doc.failed_nodes()] == ["a", "d"]
+    assert doc.problem() == "node 'a' skipped: why a; node 'd' failed: why d"
+
+
+def test_a_completed_run_whose_nodes_succeeded_or_were_stopped_has_no_problem() -> None:
+    doc = _document(a="succeeded", bg="stopped")
+    assert doc.failed_nodes() == [] and doc.problem() is None
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "problem"),
+    [
+        (RunStatus.CANCELLED, "run cancelled", "run cancelled"),
+        (RunStatus.CANCELLED, None, "cancelled"),
+        (RunStatus.FAILED, "time limit of 5 s exceeded", "time limit of 5 s exceeded"),
+        (RunStatus.FAILED, None, "the run failed"),
+    ],
+)
+def test_a_run_that_did_not_complete_has_its_own_reason_as_its_problem(
+    status: RunStatus, reason: str | None, problem: str
+) -> None:
+    doc = _document(status, reason, a="succeeded", b="skipped")
+    assert doc.problem() == problem
+
+
+def test_a_result_holds_only_ended_statuses_of_the_run_and_its_nodes() -> None:
+    with pytest.raises(ValidationError, match="status"):
+        _document(a="running")
+    with pytest.raises(ValidationError, match="status"):
+        _document(RunStatus.RUNNING, a="succeeded")
+    assert _document(a="stopped").nodes[0].status is NodeStatus.STOPPED

@@ -26,7 +26,7 @@
       .then((r) => r.json())
       .then((data) => {
         renderProgress(data);
-        if (["succeeded", "failed", "cancelled"].includes(data.status)) {
+        if (data.finished) {
           window.location.reload();
         } else {
           window.setTimeout(poll, 1000);

@@ -82,11 +82,11 @@ workflows:
     started = time.monotonic()
     result = run_workflow(workflow, sink=sink)
     assert time.monotonic() - started < 60
-    node = next(n for n in result["nodes"] if n["name"] == "research_bg")
-    assert node["status"] == "stopped"
+    node = next(n for n in result.nodes if n.name == "research_bg")
+    assert node.status == "stopped"
     asked = next(e["t"] for e in sink.events if e["kind"] == "node_status" and e.get("status") == "stopping")
     # finished_at is when the process was reaped, after it saw the stop at a token boundary.
-    assert node["finished_at"] - asked < 2.0
+    assert node.finished_at - asked < 2.0
 
 
 def test_search_ranks_the_document_that_answers_first():

@@ -10,7 +10,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchmarks.results import ResultDocument
 from benchmarks.runner import PreflightError, preflight, run_workflow
 from benchmarks.spec.load import load_file, load_yaml
 
@@ -31,18 +30,14 @@ def no_children_left() -> bool:
 @pytest.mark.models
 def test_chatbot_captions_and_imagegen_run_at_once_on_one_timeline(tmp_path):
     result = run_workflow(load_file(ROOT / "examples" / "three-apps.yml"), out_dir=tmp_path)
-    ResultDocument.model_validate(result)
-    assert [n["status"] for n in result["nodes"]] == ["succeeded"] * 3
-    apps = {a["type"]: a for a in result["applications"]}
-    assert apps["Chatbot"]["metrics"]["ttft"]["count"] == 8
-    assert sum("wer" in r["info"] for r in apps["LiveCaptions"]["requests"]) == 3
-    assert apps["ImageGen"]["metrics"]["step"]["count"] == 8
+    assert [n.status for n in result.nodes] == ["succeeded"] * 3
+    apps = {a.type: a for a in result.applications}
+    assert apps["Chatbot"].metrics["ttft"].count == 8
+    assert sum("wer" in r.info for r in apps["LiveCaptions"].requests) == 3
+    assert apps["ImageGen"].metrics["step"].count == 8
     # One clock for all: every request sits on the run's timeline, and all three were busy together.
-    spans = {
-        t: (min(r["start"] for r in a["requests"]), max(r["end"] for r in a["requests"]))
-        for t, a in apps.items()
-    }
-    assert all(0 <= start < end <= result["makespan_s"] + 1 for start, end in spans.values())
+    spans = {t: (min(r.start for r in a.requests), max(r.end for r in a.requests)) for t, a in apps.items()}
+    assert all(0 <= start < end <= result.makespan_s + 1 for start, end in spans.values())
     assert max(s for s, _ in spans.values()) < min(e for _, e in spans.values())
     assert len(list((tmp_path / "artifacts" / "imagegen").glob("image-*.png"))) == 8
     assert no_children_left()
@@ -100,7 +95,7 @@ workflows:
         name="t",
     )
     result = run_workflow(workflow)
-    status = {n["name"]: (n["status"], n["reason"]) for n in result["nodes"]}
+    status = {n.name: (n.status, n.reason) for n in result.nodes}
     assert status["chat_node"][0] == "failed" and "broken.gguf" in status["chat_node"][1]
     assert status["after_node"] == ("skipped", "dependency 'chat_node' failed")
     assert no_children_left()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from benchmarks.monitor.telemetry import Series, TelemetryRecorder
-from benchmarks.results import ResultDocument, load_bundle, write_bundle
+from benchmarks.results import load_bundle, write_bundle
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
 
@@ -46,7 +45,7 @@ def test_the_run_streams_telemetry_batches_to_the_sink(spin_run):
     batches = [e for e in events if e["kind"] == "telemetry"]
     assert batches and all(b["source"] == "psutil" for b in batches)
     rows = [r for b in batches for r in b["rows"]]
-    assert sum(1 for r in rows if r[1] == "system") == result["telemetry"]["ticks"]
+    assert sum(1 for r in rows if r[1] == "system") == result.telemetry.ticks
     assert all(e["t"] >= 0 for e in batches)
 
 
@@ -66,8 +65,8 @@ def test_the_bundle_has_one_csv_per_source_with_the_rows_the_sink_got(spin_run):
         "processes",
     ]
     streamed = sum(len(e["rows"]) for e in events if e["kind"] == "telemetry")
-    assert len(rows) == streamed == result["telemetry"]["sources"]["psutil"]["samples"]
-    assert result["telemetry"]["sources"]["psutil"]["file"] == "telemetry/psutil.csv"
+    assert len(rows) == streamed == result.telemetry.sources["psutil"].samples
+    assert result.telemetry.sources["psutil"].file == "telemetry/psutil.csv"
     assert sorted(p.name for p in (out / "telemetry").iterdir()) == ["psutil.csv"]
 
 
@@ -76,10 +75,10 @@ def test_result_json_has_the_application_summary_and_no_bulk_samples(spin_run):
     doc = load_bundle(out)
     assert doc.telemetry is not None
     spin = doc.telemetry.applications["spin"]
-    app = next(a for a in result["applications"] if a["name"] == "spin")
-    requests = [r for r in app["requests"] if r["status"] == "ok"]
-    assert spin.active_from_s == pytest.approx(min(r["start"] for r in requests))
-    assert spin.active_to_s == pytest.approx(max(r["end"] for r in requests))
+    app = next(a for a in result.applications if a.name == "spin")
+    requests = [r for r in app.requests if r.status == "ok"]
+    assert spin.active_from_s == pytest.approx(min(r.start for r in requests))
+    assert spin.active_to_s == pytest.approx(max(r.end for r in requests))
     # The spinning driver uses far more CPU than the sleeping one (how much depends on the machine's load).
     nap = doc.telemetry.applications["nap"]
     assert spin.cpu_percent_mean is not None and nap.cpu_percent_mean is not None
@@ -92,21 +91,22 @@ def test_result_json_has_the_application_summary_and_no_bulk_samples(spin_run):
 
 def test_every_source_is_listed_with_its_availability(spin_run):
     result, _, _ = spin_run
-    sources = result["telemetry"]["sources"]
+    sources = result.telemetry.sources
     assert set(sources) == {"psutil", "nvml", "gpm", "dcgm", "rapl", "pcm", "powermetrics"}
-    for name, status in sources.items():
-        if status["status"] == "unavailable":
-            assert status["reason"], f"{name} is unavailable without a reason"
-            assert status["samples"] == 0 and status["file"] is None
+    for name, source in sources.items():
+        if source.status == "unavailable":
+            assert source.reason, f"{name} is unavailable without a reason"
+            assert source.samples == 0 and source.file is None
 
 
 def test_a_run_with_the_monitor_off_has_no_telemetry(tmp_path):
     result = run_workflow(
         load_yaml("nap: {type: Sleep, sleep_time: 0.01}\n", name="nap"), out_dir=tmp_path, monitor_hz=None
     )
-    assert result["telemetry"] is None
+    assert result.telemetry is None
     assert not (tmp_path / "telemetry").exists()
-    ResultDocument.model_validate_json(json.dumps(result))
+    write_bundle(result, tmp_path)
+    assert load_bundle(tmp_path) == result
 
 
 def test_window_summaries_use_counter_differences_and_the_best_sm_activity_source():

@@ -51,7 +51,7 @@ def low_steps_started_inside_high_requests(result: dict[str, Any]) -> tuple[int,
 def test_low_work_waits_at_step_boundaries_while_high_work_is_busy() -> None:
     workflow = load_yaml(HIGH_AND_LOW, name="t")
     scheduler = CreditScheduler(TEST_PARAMS)
-    result = run_workflow(workflow, scheduler=scheduler)
+    result = run_workflow(workflow, scheduler=scheduler).model_dump(mode="json")
     assert [n["status"] for n in result["nodes"]] == ["succeeded", "stopped"]
     inside, total = low_steps_started_inside_high_requests(result)
     assert total > 20, "the LOW node should have run between HIGH requests"
@@ -62,14 +62,16 @@ def test_low_work_waits_at_step_boundaries_while_high_work_is_busy() -> None:
     assert stats["b"]["wait_s"] > 0.1
 
     # The same workflow under greedy: the LOW node's steps land inside HIGH requests.
-    greedy_inside, _ = low_steps_started_inside_high_requests(run_workflow(workflow, scheduler="greedy"))
+    greedy_inside, _ = low_steps_started_inside_high_requests(
+        run_workflow(workflow, scheduler="greedy").model_dump(mode="json")
+    )
     assert greedy_inside >= 10
 
 
 def test_request_feedback_sets_pressure_from_latency_against_the_slo() -> None:
     result = run_workflow(load_yaml(HIGH_AND_LOW, name="t"), scheduler=CreditScheduler(TEST_PARAMS))
-    described = result["scheduler"]
-    e2e = [r["metrics"]["e2e"] for r in app(result, "c")["requests"]]
+    described = result.scheduler
+    e2e = [r.metrics["e2e"] for r in next(a for a in result.applications if a.name == "c").requests]
     trace = [p for p in described["pressure_trace"] if p["node"] == "c"]
     assert len(trace) == len(e2e) == 6
     assert trace[0]["pressure"] == pytest.approx(e2e[0] / 0.040)
@@ -86,7 +88,9 @@ workflows:
   c: {uses: chat}
   m: {uses: img, background: true}
 """
-    result = run_workflow(load_yaml(text, name="t"), scheduler=CreditScheduler(TEST_PARAMS))
+    result = run_workflow(load_yaml(text, name="t"), scheduler=CreditScheduler(TEST_PARAMS)).model_dump(
+        mode="json"
+    )
     chat = app(result, "c")["requests"][0]
     window = chat["end"] - chat["start"]
     steps = [r for r in app(result, "m")["requests"] if r["status"] == "ok"]

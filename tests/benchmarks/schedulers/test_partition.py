@@ -312,7 +312,7 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     # The one mock: a GPU that this machine does not have. Processes, daemon and checks are real.
     fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
     monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
-    monkeypatch.setattr("benchmarks.runner.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.checks.gpus", lambda: fake_gpu)
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     wf = load_yaml(
         "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, mps: 60}\n"
@@ -322,8 +322,8 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     )
     scheduler = PartitionScheduler(memory_limit="4G")
     result = run_workflow(wf, scheduler=scheduler)
-    assert [n["status"] for n in result["nodes"]] == ["succeeded", "succeeded"]
-    described = result["scheduler"]
+    assert [n.status for n in result.nodes] == ["succeeded", "succeeded"]
+    described = result.scheduler
     assert described["shares_percent"] == {"x": 60, "y": 40}
     assert described["memory_limit"] == "4G"
     assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
@@ -336,7 +336,7 @@ def test_credit_mps_admits_by_credit_inside_mps_shares(
 ) -> None:
     fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
     monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
-    monkeypatch.setattr("benchmarks.runner.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.checks.gpus", lambda: fake_gpu)
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     wf = load_yaml(
         "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, priority: high}\n"
@@ -346,7 +346,7 @@ def test_credit_mps_admits_by_credit_inside_mps_shares(
     )
     scheduler = get_scheduler("credit-mps")
     result = run_workflow(wf, scheduler=scheduler)
-    described = result["scheduler"]
+    described = result.scheduler
     assert described["name"] == "credit-mps"
     assert described["mps"]["shares_percent"] == {"x": 50, "y": 50}
     assert all(described["mps"]["mps_clients"].values())

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.metrics import application_metrics
-from benchmarks.results import ResultDocument, write_bundle
+from benchmarks.results import SCHEMA_VERSION, ResultDocument, write_bundle
 from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.model import Sweep, load_sweep
 from benchmarks.sweep.state import State, Step
@@ -50,7 +50,7 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
         "priority": "high",
         "model": "llama-tiny@random",
         "loaded": {},
-        "slo": ["ttft<=0.5s"],
+        "slo": [parse_slo("ttft<=0.5s").model_dump()],
         "load_time_s": 1.0,
         "requests_total": len(ttfts),
         "requests_counted": figures["requests_counted"],
@@ -72,7 +72,7 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
     }
     result = ResultDocument.model_validate(
         {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "status": "completed",
             "reason": None,
             "workflow": {},
@@ -112,7 +112,7 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
         }
     )
     bundle = state.dir / step.bundle
-    write_bundle(result.model_dump(mode="json"), bundle)
+    write_bundle(result, bundle)
     if gpm:
         rows = "".join(f"{t / 2},gpu0,{0.0 if t < 4 else 80.0},\n" for t in range(30))
         (bundle / "telemetry").mkdir(exist_ok=True)

@@ -39,3 +39,48 @@ def test_existing_runs_get_the_frozen_copy_of_their_version(alice: Any) -> None:
     assert run.spec == {"applications": {"nap": {"type": "Sleep"}}}
     Workflow.objects.filter(pk=workflow.pk).delete()
     assert Run.objects.get(pk=run_id).workflow_version is None
+
+
+BEFORE_SCHEMA_2 = [("runs", "0005_redispatch_backoff")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runs_stored_with_result_schema_1_get_their_slos_structured(alice: Any) -> None:
+    import json
+    from pathlib import Path
+
+    v1 = json.loads((Path(__file__).parents[2] / "benchmarks" / "fixtures" / "result-v1.json").read_text())
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(BEFORE_SCHEMA_2)
+    old = executor.loader.project_state(BEFORE_SCHEMA_2).apps
+    run = old.get_model("runs", "Run").objects.create(
+        workflow_name="w",
+        version_number=1,
+        spec={},
+        yaml="",
+        scheduler="greedy",
+        owner_id=alice.pk,
+        result=v1,
+    )
+    app_ids = [
+        old.get_model("runs", "ApplicationResult").objects.create(run=run, name=a["name"], slo=a["slo"]).pk
+        for a in v1["applications"]
+    ]
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(latest)
+
+    from benchmarks.results import ResultDocument
+    from cbweb.runs.models import ApplicationResult, Run
+
+    stored = Run.objects.get(pk=run.pk).result
+    assert stored["schema_version"] == 2
+    assert stored["applications"][0]["slo"] == [
+        {"metric": "e2e", "op": "<=", "threshold_s": 1.0},
+        {"metric": "step", "op": "<", "threshold_s": 0.25},
+    ]
+    assert ResultDocument.model_validate(stored).applications[1].slo[0].threshold_s == 1e-6
+    assert [ApplicationResult.objects.get(pk=i).slo for i in app_ids] == [
+        a["slo"] for a in stored["applications"]
+    ]

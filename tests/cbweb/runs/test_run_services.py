@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from benchmarks.results import ResultDocument
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run
 from cbweb.runs.services import (
     RunStateError,
@@ -20,8 +20,8 @@ from cbweb.runs.services import (
 from cbweb.workflows.selectors import version_latest
 
 
-def _result(status: str = "completed", node_status: str = "succeeded") -> dict[str, Any]:
-    """A result document as the engine writes it (two nodes, one with an SLO)."""
+def _result(status: str = "completed", node_status: str = "succeeded") -> ResultDocument:
+    """A result document as the engine builds it (one node, with an SLO)."""
     request = {
         "index": 0,
         "arrival": 0.1,
@@ -43,7 +43,7 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> dict[s
         "priority": "low",
         "model": None,
         "loaded": {},
-        "slo": ["e2e<=1.0s"],
+        "slo": [{"metric": "e2e", "op": "<=", "threshold_s": 1.0}],
         "load_time_s": 0.01,
         "requests_total": 2,
         "requests_counted": 2,
@@ -67,8 +67,8 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> dict[s
         "load_time_s": 0.01,
         "reason": None if node_status == "succeeded" else "boom",
     }
-    return {
-        "schema_version": 1,
+    document = {
+        "schema_version": 2,
         "status": status,
         "reason": None if status == "completed" else "run cancelled",
         "workflow": {},
@@ -84,6 +84,7 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> dict[s
         "nodes": [node],
         "applications": [app],
     }
+    return ResultDocument.model_validate(document)
 
 
 def test_create_queues_one_run_per_repeat_in_one_batch(alice: Any, make_workflow: Any) -> None:
@@ -195,12 +196,17 @@ def test_finish_stores_nodes_applications_requests_and_summary(
     run = run_finish(run_id=run.pk, result=_result())
     assert run.status == "succeeded"
     assert run.summary["mean_attainment"] == 1.0
+    # The API's summary shows SLOs as text, as it always has; the result holds them structured.
     assert run.summary["applications"] == [
         {"name": "first", "type": "Sleep", "slo_attainment": 1.0, "slo": ["e2e<=1.0s"]}
     ]
     assert NodeResult.objects.get(run=run).status == "succeeded"
     app = ApplicationResult.objects.get(run=run)
     assert app.metrics["e2e"]["p99"] == 0.2
+    assert (
+        app.slo == run.result["applications"][0]["slo"] == [{"metric": "e2e", "op": "<=", "threshold_s": 1.0}]
+    )
+    assert ResultDocument.model_validate(run.result).applications[0].slo == _result().applications[0].slo
     assert RequestResult.objects.filter(application=app).count() == 2
     assert run.result["applications"][0]["requests"] == []
 
@@ -219,18 +225,6 @@ def test_finish_maps_the_engine_status(
     run_claim(run_id=run.pk, worker="w")
     run = run_finish(run_id=run.pk, result=_result(status, node_status))
     assert (run.status, run.error) == (expected, error)
-
-
-def test_finish_rejects_a_result_the_engine_schema_rejects(
-    alice: Any, make_workflow: Any, make_run: Any
-) -> None:
-    run = make_run(make_workflow(alice), alice)
-    run_claim(run_id=run.pk, worker="w")
-    bad = copy.deepcopy(_result())
-    bad["applications"][0]["slo_attainment"] = 1.5
-    with pytest.raises(Exception, match="slo_attainment"):
-        run_finish(run_id=run.pk, result=bad)
-    assert not NodeResult.objects.exists()
 
 
 def test_finish_of_a_run_no_longer_running_stores_nothing(

@@ -41,6 +41,8 @@ def chart_data(html: str) -> dict[str, Any]:
 def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run: Run) -> None:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     assert 'id="slo-table"' in html and "100 %" in html
+    # Each SLO as its metric, bound and unit (stored structured, shown as the spec writes it).
+    assert "<td>e2e&lt;=1.0s</td>" in html and "<td>step&lt;=1.0s</td>" in html
     data = chart_data(html)
     assert [g["node"] for g in data["gantt"]] == ["chat", "spin"]
     latency = {(s["application"], s["metric"]): s for s in data["latency"]}
@@ -48,6 +50,11 @@ def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run:
     assert len(latency[("spin", "step")]["v"]) == 3
     assert any(s["metric"] == "system.cpu_percent" for s in data["telemetry"])
     assert not any(re.match(r"cpu\d+\.", s["metric"]) for s in data["telemetry"])
+
+
+def test_a_finished_run_tells_the_polling_page_to_reload(finished_run: Run) -> None:
+    progress = Client().get(f"/runs/{finished_run.pk}/progress/").json()
+    assert (progress["status"], progress["finished"]) == ("succeeded", True)
 
 
 def test_result_page_numbers_are_the_engines(finished_run: Run) -> None:
@@ -87,6 +94,7 @@ def test_live_page_polls_progress_while_running(alice: Any, make_workflow: Any, 
     assert 'data-finished="0"' in html and 'http-equiv="refresh"' in html
     progress = Client().get(f"/runs/{run.pk}/progress/").json()
     assert progress["status"] == "queued" and progress["progress"]["nodes"]["first"]["total"] == 3
+    assert progress["finished"] is False
 
 
 def test_launch_form_queues_the_runs_and_redirects(alice: Any, make_workflow: Any) -> None:

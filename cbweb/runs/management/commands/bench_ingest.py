@@ -96,7 +96,7 @@ class Command(BaseCommand):
             **run_spec_fields(version=version_latest(workflow=workflow)),
             scheduler="greedy",
             owner=user,
-            status="running",
+            status=Run.Status.RUNNING,
         )
 
     def _bench(self, user: Any, workflow: Workflow, seconds: float, hz: float) -> None:

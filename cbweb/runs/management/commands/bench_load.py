@@ -36,11 +36,13 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmarks.status import FINISHED, JobStatus
+
 ROOT = Path(settings.BASE_DIR)
 BIN = Path(sys.executable).parent
 # The workflow each submission launches: two short requests, so 50 runs finish in minutes on one worker.
 WORKFLOW = "tick:\n  type: Sleep\n  sleep_time: 0.01\n  num_requests: 2\n"
-ENDED = ("succeeded", "failed", "cancelled")
+ENDED = sorted(FINISHED)
 
 
 class Client:
@@ -234,7 +236,9 @@ class Command(BaseCommand):
             time.sleep(1)
         runs_wall = time.monotonic() - began_runs
         lost = [i for i in run_ids if i not in ended]
-        unexplained = [i for i, r in ended.items() if r["status"] != "succeeded" and not r.get("error")]
+        unexplained = [
+            i for i, r in ended.items() if r["status"] != JobStatus.SUCCEEDED and not r.get("error")
+        ]
         claims = self.claims(started, run_ids) if started is not None else None
         twice = [i for i, n in (claims or {}).items() if n != 1]
 

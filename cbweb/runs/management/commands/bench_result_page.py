@@ -69,7 +69,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.create_user(username=f"bench-{time.time_ns()}")
         workflow = workflow_create(owner=user, name="result page benchmark", yaml_text=WORKFLOW)
         [run] = run_create(version=version_latest(workflow=workflow), user=user)
-        if run_execute(run_id=run.pk, worker="bench") != "succeeded":
+        if run_execute(run_id=run.pk, worker="bench") != Run.Status.SUCCEEDED:
             raise RuntimeError(
                 f"the benchmark's Sleep run did not succeed: {Run.objects.get(pk=run.pk).error}"
             )

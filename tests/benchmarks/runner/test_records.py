@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.results import ResultDocument
-from benchmarks.runner import RECORDS_DIR, _Run, run_workflow
+from benchmarks.runner import RECORDS_DIR, run_workflow
+from benchmarks.runner.dag import _Run
 from benchmarks.schedulers import get_scheduler
 from benchmarks.spec.load import load_yaml
 from benchmarks.spec.model import Limits
@@ -57,8 +57,7 @@ def test_request_records_go_to_a_file_as_they_arrive_and_the_runner_memory_stays
     # ... and 17,000 more records cost the runner no memory (held in a list, they took ~20 MB).
     assert late_bytes - early_bytes < 1_000_000, late_bytes - early_bytes
     # The result is computed from the file: every request, in order, with the same fields.
-    ResultDocument.model_validate(result)
-    requests = result["applications"][0]["requests"]
+    requests = [r.model_dump(mode="json") for r in result.applications[0].requests]
     assert [r["index"] for r in requests] == list(range(MANY))
     on_disk = [
         json.loads(line) for line in (tmp_path / RECORDS_DIR / "node-0.jsonl").read_text().splitlines()
@@ -87,7 +86,7 @@ def test_cancel_is_prompt_while_an_application_floods_its_pipe_faster_than_the_s
         workflow, sink=SlowSink(), cancel=lambda: time.monotonic() > cancel_at, monitor_hz=None
     )
     late = time.monotonic() - cancel_at
-    assert result["status"] == "cancelled"
+    assert result.status == "cancelled"
     # The stop grace is 3 s; before the drain was bounded the runner never looked at the flag again.
     assert late < 4.5, f"returned {late:.1f} s after the cancel"
-    assert 0 < result["applications"][0]["requests_total"] < 10_000_000
+    assert 0 < result.applications[0].requests_total < 10_000_000

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from benchmarks.apps.base import AppStopped
-from benchmarks.results import ResultDocument
-from benchmarks.runner import PreflightError, _run_sessions, run_workflow
+from benchmarks.results import ApplicationResult, NodeResult, ResultDocument
+from benchmarks.runner import PreflightError, run_workflow
+from benchmarks.runner.process import _run_sessions
 from benchmarks.spec.load import load_yaml
 
 
@@ -27,18 +28,16 @@ class Recorder:
         return [e["kind"] for e in self.events if e["node"] == node]
 
 
-def run(text: str, **kwargs: Any) -> dict[str, Any]:
-    result = run_workflow(load_yaml(text, name="t"), **kwargs)
-    ResultDocument.model_validate(result)
-    return result
+def run(text: str, **kwargs: Any) -> ResultDocument:
+    return run_workflow(load_yaml(text, name="t"), **kwargs)
 
 
-def node(result: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(n for n in result["nodes"] if n["name"] == name)
+def node(result: ResultDocument, name: str) -> NodeResult:
+    return next(n for n in result.nodes if n.name == name)
 
 
-def app(result: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(a for a in result["applications"] if a["name"] == name)
+def app(result: ResultDocument, name: str) -> ApplicationResult:
+    return next(a for a in result.applications if a.name == name)
 
 
 def test_dependencies_run_in_order_and_requests_are_timed_on_one_clock() -> None:
@@ -54,15 +53,15 @@ workflows:
         sink=sink,
     )
     first, second = node(result, "first"), node(result, "second")
-    assert first["status"] == second["status"] == "succeeded"
-    assert second["started_at"] >= first["finished_at"]
-    reqs = app(result, "second")["requests"]
-    assert [r["index"] for r in reqs] == [0, 1, 2]
+    assert first.status == second.status == "succeeded"
+    assert second.started_at >= first.finished_at
+    reqs = app(result, "second").requests
+    assert [r.index for r in reqs] == [0, 1, 2]
     for r in reqs:
-        assert second["started_at"] <= r["arrival"] <= r["start"] <= r["end"] <= second["finished_at"]
-        assert r["metrics"]["e2e"] == pytest.approx(0.05, abs=0.04)
-    assert result["makespan_s"] >= second["finished_at"] - 0.001
-    assert result["critical_path"] == ["first", "second"]
+        assert second.started_at <= r.arrival <= r.start <= r.end <= second.finished_at
+        assert r.metrics["e2e"] == pytest.approx(0.05, abs=0.04)
+    assert result.makespan_s >= second.finished_at - 0.001
+    assert result.critical_path == ["first", "second"]
     assert sink.kinds("second")[:3] == ["node_status", "process", "load_start"]
     times = [e["t"] for e in sink.events if e["node"] == "second" and e["kind"] == "request_end"]
     assert times == sorted(times)
@@ -78,13 +77,13 @@ workflows:
   outline: {uses: fg, depend_on: [brainstorm, analysis]}
 """)
     analysis = node(result, "analysis")
-    assert analysis["status"] == "stopped"
-    assert "foreground finished" in analysis["reason"]
-    assert node(result, "outline")["status"] == "succeeded"
+    assert analysis.status == "stopped"
+    assert "foreground finished" in analysis.reason
+    assert node(result, "outline").status == "succeeded"
     # Stopped promptly at the next step boundary, long before its 1000 requests.
-    assert analysis["finished_at"] - node(result, "outline")["finished_at"] < 2.0
-    assert 0 < app(result, "analysis")["requests_counted"] < 1000
-    assert result["status"] == "completed"
+    assert analysis.finished_at - node(result, "outline").finished_at < 2.0
+    assert 0 < app(result, "analysis").requests_counted < 1000
+    assert result.status == "completed"
 
 
 START_TOGETHER = """
@@ -98,25 +97,25 @@ workflows:
 """
 
 
-def first_start(result: dict[str, Any], name: str) -> float:
-    return min(r["start"] for r in app(result, name)["requests"])
+def first_start(result: ResultDocument, name: str) -> float:
+    return min(r.start for r in app(result, name).requests)
 
 
 def test_start_together_holds_fast_loaders_until_every_node_started_with_them_has_loaded() -> None:
     result = run("start_together: true\n" + START_TOGETHER)
-    assert result["workflow"]["start_together"] is True
+    assert result.workflow["start_together"] is True
     quick, slow, after = node(result, "quick"), node(result, "slow"), node(result, "after")
     assert abs(first_start(result, "quick") - first_start(result, "slow")) < 0.3
-    assert first_start(result, "quick") >= slow["started_at"] + 1.5
-    assert quick["start_wait_s"] == pytest.approx(1.5, abs=0.6) and slow["start_wait_s"] < 0.3
+    assert first_start(result, "quick") >= slow.started_at + 1.5
+    assert quick.start_wait_s == pytest.approx(1.5, abs=0.6) and slow.start_wait_s < 0.3
     # A node released later by the DAG is a group of its own: it waits only for its own load.
-    assert after["started_at"] >= quick["finished_at"] and after["start_wait_s"] < 0.3
+    assert after.started_at >= quick.finished_at and after.start_wait_s < 0.3
 
 
 def test_without_start_together_each_node_begins_once_its_own_model_has_loaded() -> None:
     result = run(START_TOGETHER)
     assert first_start(result, "slow") - first_start(result, "quick") > 1.0
-    assert all(n["start_wait_s"] is None for n in result["nodes"])
+    assert all(n.start_wait_s is None for n in result.nodes)
 
 
 def test_start_together_does_not_wait_for_a_node_that_failed_before_loading(tmp_path) -> None:
@@ -130,8 +129,8 @@ broken: {{type: Chatbot, model: {garbage}, device: cpu, num_requests: 1}}
 """,
         time_limit_s=60,
     )
-    assert node(result, "broken")["status"] == "failed"
-    assert node(result, "ok")["status"] == "succeeded" and app(result, "ok")["requests_counted"] == 1
+    assert node(result, "broken").status == "failed"
+    assert node(result, "ok").status == "succeeded" and app(result, "ok").requests_counted == 1
 
 
 def test_failed_node_skips_its_dependents_with_the_reason() -> None:
@@ -144,13 +143,11 @@ workflows:
   c: {uses: ok, depend_on: [b]}
   d: {uses: ok}
 """)
-    assert node(result, "a")["status"] == "failed"
-    assert "synthetic failure" in node(result, "a")["reason"]
-    assert node(result, "b")["status"] == "skipped" and node(result, "b")["reason"] == "dependency 'a' failed"
-    assert (
-        node(result, "c")["status"] == "skipped" and node(result, "c")["reason"] == "dependency 'b' skipped"
-    )
-    assert node(result, "d")["status"] == "succeeded"
+    assert node(result, "a").status == "failed"
+    assert "synthetic failure" in node(result, "a").reason
+    assert node(result, "b").status == "skipped" and node(result, "b").reason == "dependency 'a' failed"
+    assert node(result, "c").status == "skipped" and node(result, "c").reason == "dependency 'b' skipped"
+    assert node(result, "d").status == "succeeded"
 
 
 @pytest.mark.parametrize(("mode", "reason"), [("exit", "exited with code 3"), ("segfault", "SIGSEGV")])
@@ -160,10 +157,10 @@ crash: {{type: Synthetic, fail_at_request: 1, fail_mode: {mode}, steps: 1, step_
 fine: {{type: Sleep, sleep_time: 0.2, num_requests: 2}}
 """)
     crashed = node(result, "crash")
-    assert crashed["status"] == "failed" and reason in crashed["reason"]
+    assert crashed.status == "failed" and reason in crashed.reason
     # What was measured before the crash is kept.
-    assert app(result, "crash")["requests_total"] == 1
-    assert node(result, "fine")["status"] == "succeeded"
+    assert app(result, "crash").requests_total == 1
+    assert node(result, "fine").status == "succeeded"
 
 
 def test_cancel_stops_everything_within_five_seconds_and_keeps_the_measurements() -> None:
@@ -191,19 +188,19 @@ workflows:
         cancel=cancel,
         stop_grace_s=1.0,
     )
-    assert result["status"] == "cancelled" and result["reason"] == "run cancelled"
+    assert result.status == "cancelled" and result.reason == "run cancelled"
     assert time.monotonic() - cancelled_at[0] < 5.0
-    assert node(result, "s")["status"] == "stopped"
-    assert node(result, "k")["status"] == "stopped"  # ignored the stop request: terminated
-    assert node(result, "l")["status"] == "skipped"
-    assert app(result, "s")["requests_counted"] >= 3
+    assert node(result, "s").status == "stopped"
+    assert node(result, "k").status == "stopped"  # ignored the stop request: terminated
+    assert node(result, "l").status == "skipped"
+    assert app(result, "s").requests_counted >= 3
 
 
 def test_time_limit_fails_the_run() -> None:
     result = run(
         "a: {type: Sleep, sleep_time: 0.1, num_requests: 1000}\n", time_limit_s=1.0, stop_grace_s=0.5
     )
-    assert result["status"] == "failed" and "time limit" in result["reason"]
+    assert result.status == "failed" and "time limit" in result.reason
 
 
 def test_gpu_unit_on_a_machine_without_gpu_fails_before_anything_starts() -> None:
@@ -227,11 +224,11 @@ a:
   slo: ["e2e<=10s", "step<1us"]
 """)
     a = app(result, "a")
-    assert a["requests_total"] == 6 and a["requests_counted"] == 4
-    assert a["slo_attainment"] == 0.0 and a["requests_met"] == 0
-    assert all(r["slo_met"] is False for r in a["requests"])
-    assert a["normalized_latency"]["e2e"] < 0.01
-    assert result["mean_attainment"] == 0.0
+    assert a.requests_total == 6 and a.requests_counted == 4
+    assert a.slo_attainment == 0.0 and a.requests_met == 0
+    assert all(r.slo_met is False for r in a.requests)
+    assert a.normalized_latency["e2e"] < 0.01
+    assert result.mean_attainment == 0.0
 
 
 def test_open_loop_arrivals_count_queueing_from_the_due_time() -> None:
@@ -242,11 +239,11 @@ a:
   num_requests: 4
   arrival: {kind: fixed, rate: 20}
 """)
-    reqs = app(result, "a")["requests"]
-    gaps = [b["arrival"] - a["arrival"] for a, b in itertools.pairwise(reqs)]
+    reqs = app(result, "a").requests
+    gaps = [b.arrival - a.arrival for a, b in itertools.pairwise(reqs)]
     assert gaps == pytest.approx([0.05] * 3, abs=1e-6)
     # Requests queue behind each other: the last one waited for the three before it.
-    assert reqs[-1]["metrics"]["e2e"] > 0.6
+    assert reqs[-1].metrics["e2e"] > 0.6
 
 
 def test_concurrency_runs_sessions_side_by_side_in_one_node() -> None:
@@ -258,20 +255,20 @@ a:
   concurrency: 3
 """)
     a = app(result, "a")
-    assert node(result, "a")["status"] == "succeeded"
-    assert a["requests_counted"] == 6
-    assert sorted(r["info"]["session"] for r in a["requests"]) == [0, 0, 1, 1, 2, 2]
+    assert node(result, "a").status == "succeeded"
+    assert a.requests_counted == 6
+    assert sorted(r.info["session"] for r in a.requests) == [0, 0, 1, 1, 2, 2]
     # Three sessions of two 0.3 s requests each overlap: the node took about 0.6 s, not 1.8 s.
-    first = min(r["start"] for r in a["requests"])
-    last = max(r["end"] for r in a["requests"])
+    first = min(r.start for r in a.requests)
+    last = max(r.end for r in a.requests)
     assert last - first < 1.2
-    assert a["loaded"]["sessions"] == 3
+    assert a.loaded["sessions"] == 3
 
 
 def test_a_failing_session_fails_its_node_with_the_session_named() -> None:
     result = run("a: {type: Synthetic, steps: 1, step_ms: 1, fail_at_request: 1, concurrency: 2}\n")
-    assert node(result, "a")["status"] == "failed"
-    assert node(result, "a")["reason"].startswith("RuntimeError: session 0: RuntimeError: synthetic failure")
+    assert node(result, "a").status == "failed"
+    assert node(result, "a").reason.startswith("RuntimeError: session 0: RuntimeError: synthetic failure")
 
 
 def test_app_process_entry_does_not_load_numpy() -> None:
@@ -280,7 +277,7 @@ def test_app_process_entry_does_not_load_numpy() -> None:
     import subprocess
     import sys
 
-    code = "import sys, benchmarks.runner, benchmarks.apps; print('numpy' in sys.modules)"
+    code = "import sys, benchmarks.runner.process, benchmarks.apps; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -338,3 +335,20 @@ def test_a_stop_while_waiting_to_start_runs_no_request() -> None:
     with pytest.raises(AppStopped):
         _run_sessions([ThreadProbe(log, 0), ThreadProbe(log, 1)], stopped)
     assert [kind for kind, _, _ in log] == ["load", "load"]
+
+
+@pytest.mark.timeout(60)
+def test_a_start_together_member_killed_while_it_waits_for_the_go_does_not_hang_the_run() -> None:
+    # "quick" waits for the go while "slow" loads for 30 s; with no stop grace the cancel kills both at
+    # once, "quick" almost surely inside its wait. Releasing a killed waiter must not block the runner.
+    started = time.monotonic()
+    result = run(
+        "start_together: true\n"
+        "quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2}\n"
+        "slow: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, load_time_s: 30}\n",
+        cancel=lambda: time.monotonic() - started > 2.0,
+        stop_grace_s=0.0,
+    )
+    assert result.status == "cancelled"
+    assert [(n.name, n.status) for n in result.nodes] == [("quick", "stopped"), ("slow", "stopped")]
+    assert all(not a.requests for a in result.applications)

@@ -1,0 +1,412 @@
+"""The runner's main loop: starts each node's process when its dependencies allow, handles the events
+of their pipes, stops and cancels them, and builds the run's ``ResultDocument`` (semantics: the
+package docstring, ``benchmarks.runner``)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchmarks import clock
+from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
+from benchmarks.monitor import DEFAULT_HZ
+from benchmarks.monitor.run import RunMonitor
+from benchmarks.results import ResultDocument
+from benchmarks.runner.checks import PreflightError, preflight, resolve_device
+from benchmarks.runner.process import app_process_main, exit_reason
+from benchmarks.runner.records import RECORDS_DIR, records_path, relative, write_record
+from benchmarks.runner.result import build_result
+from benchmarks.runner.state import NodeState
+from benchmarks.schedulers import get_scheduler
+from benchmarks.schedulers.base import NodePlan, Scheduler, SchedulerError
+from benchmarks.spec.model import Workflow
+from benchmarks.status import NodeStatus, RunStatus
+
+POLL_S = 0.05
+# Events handled per node per pass of the main loop: an application that floods its pipe (thousands of
+# tiny requests a second) cannot keep the runner from checking cancellation and time limits.
+DRAIN_BATCH = 500
+TIME_LIMIT_REASON = "time limit of {:g} s exceeded"  # a run's reason when its time limit stopped it
+_ACTIVE = (NodeStatus.RUNNING, NodeStatus.STOPPING)  # a node with a live process
+
+
+class RunSink(Protocol):
+    """Where the runner reports as it goes (CLI progress, the web worker's database writer)."""
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        """Called for every event: node status changes and application events (see docs)."""
+
+
+class NullSink:
+    """The sink of a run nobody watches: every event is dropped."""
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        return None
+
+
+def run_workflow(
+    workflow: Workflow,
+    scheduler: str | Scheduler | None = None,
+    sink: RunSink | None = None,
+    cancel: Callable[[], bool] | None = None,
+    out_dir: Path | None = None,
+    time_limit_s: float | None = None,
+    stop_grace_s: float = 3.0,
+    repeat_index: int = 1,
+    monitor_hz: float | None = DEFAULT_HZ,
+    monitor_sources: Sequence[str] | None = None,
+    files: FilePolicy = UNRESTRICTED,
+) -> ResultDocument:
+    """Run a workflow on this machine and return its result document (docs/result-format.md).
+
+    Every file the workflow names is checked and read through ``files`` (benchmarks.files): before
+    the run (preflight) and again by the application drivers.
+
+    The system monitor samples ``monitor_sources`` (all by default) at ``monitor_hz`` (None: off)
+    beside the run; its batches go to the sink as ``telemetry`` events (docs/monitor.md).
+
+    ``scheduler`` is a registered name (the workflow's own by default) or a configured instance.
+    Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
+    when the scheduler cannot serve the run here.
+    """
+    problems = preflight(workflow, files)
+    if problems:
+        raise PreflightError(problems)
+    run = _Run(
+        workflow,
+        scheduler if isinstance(scheduler, Scheduler) else get_scheduler(scheduler or workflow.scheduler),
+        sink or NullSink(),
+        cancel or (lambda: False),
+        out_dir,
+        time_limit_s,
+        stop_grace_s,
+        monitor_hz=monitor_hz,
+        monitor_sources=monitor_sources,
+        files=files,
+    )
+    return run.execute(repeat_index)
+
+
+class _Run:
+    def __init__(
+        self,
+        workflow: Workflow,
+        scheduler: Scheduler,
+        sink: RunSink,
+        cancel: Callable[[], bool],
+        out_dir: Path | None,
+        time_limit_s: float | None,
+        stop_grace_s: float,
+        monitor_hz: float | None = None,
+        monitor_sources: Sequence[str] | None = None,
+        files: FilePolicy = UNRESTRICTED,
+    ) -> None:
+        self.workflow = workflow
+        self.files = files
+        self.scheduler = scheduler
+        self.sink = sink
+        self.cancel = cancel
+        self.out_dir = out_dir
+        self.artifacts = Path()
+        self.time_limit_s = time_limit_s
+        self.stop_grace_s = stop_grace_s
+        self.ctx = mp.get_context("spawn")
+        self.nodes = {
+            name: NodeState(
+                name, workflow.unit_of(name), node.background, resolve_device(workflow.unit_of(name))
+            )
+            for name, node in workflow.nodes.items()
+        }
+        self.t0 = clock.now()
+        self.status = RunStatus.COMPLETED
+        self.stop_reason: str | None = None
+        self.monitor = RunMonitor(self._emit, monitor_hz, monitor_sources, out_dir)
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, node: str | None = None, t: float | None = None, **fields: Any) -> None:
+        """Report an event to the sink; ``t`` is seconds since the run started (now by default)."""
+        event = {"t": clock.now() - self.t0 if t is None else t, "kind": kind, "node": node, **fields}
+        self.sink.on_event(event)
+
+    def _set_status(self, state: NodeState, status: NodeStatus, reason: str | None = None) -> None:
+        state.status = status
+        if reason is not None:
+            state.reason = reason
+        if status.terminal and state.finished_at is None:
+            state.finished_at = clock.now()
+        self._emit("node_status", state.name, status=status, reason=state.reason)
+
+    # -- main loop ---------------------------------------------------------------------------------
+
+    def execute(self, repeat_index: int) -> ResultDocument:
+        plans = {
+            name: NodePlan(name, s.unit.name, s.device, s.unit.priority, s.unit.mps, s.background)
+            for name, s in self.nodes.items()
+        }
+        self.t0 = clock.now()
+        started_wall = clock.wall()
+        self._emit("run_status", status=RunStatus.RUNNING)
+        self.monitor.start(self.t0)
+        # Without a bundle directory, what applications produce (images) lives only as long as the run.
+        scratch = None
+        if self.out_dir is None:
+            scratch = tempfile.TemporaryDirectory(prefix="consumerbench-")
+            self.artifacts = Path(scratch.name)
+            records_dir = Path(scratch.name) / RECORDS_DIR
+        else:
+            self.artifacts = self.out_dir / "artifacts"
+            records_dir = self.out_dir / RECORDS_DIR
+        try:
+            self._open_records(records_dir)
+            try:
+                self.scheduler.start(self.workflow, plans)
+                try:
+                    self._loop(plans)
+                finally:
+                    self._shutdown_all()
+            except SchedulerError:
+                self._shutdown_all()
+                raise
+            finally:
+                self.scheduler.stop()
+                self.monitor.stop()
+                self._close_records()
+            result = build_result(
+                self.workflow,
+                self.nodes,
+                status=self.status,
+                reason=self.stop_reason,
+                scheduler=self.scheduler.describe(),
+                monitor=self.monitor,
+                t0=self.t0,
+                started_wall=started_wall,
+                repeat_index=repeat_index,
+            )
+        finally:
+            if scratch is not None:
+                scratch.cleanup()
+        self._emit("run_status", status=self.status, reason=self.stop_reason)
+        return result
+
+    def _open_records(self, records_dir: Path) -> None:
+        records_dir.mkdir(parents=True, exist_ok=True)
+        for i, state in enumerate(self.nodes.values()):
+            state.records_path = records_path(records_dir, i)
+            state.records = state.records_path.open("w", encoding="utf-8")
+
+    def _close_records(self) -> None:
+        for state in self.nodes.values():
+            if state.records is not None:
+                state.records.close()
+                state.records = None
+
+    def _loop(self, plans: Mapping[str, NodePlan]) -> None:
+        while True:
+            if self.status is RunStatus.COMPLETED:
+                if self.cancel():
+                    self._abort(RunStatus.CANCELLED, "run cancelled")
+                elif self.time_limit_s is not None and clock.now() - self.t0 > self.time_limit_s:
+                    self._abort(RunStatus.FAILED, TIME_LIMIT_REASON.format(self.time_limit_s))
+            if self.status is RunStatus.COMPLETED:
+                self._start_ready(plans)
+                self._stop_background_if_done()
+            self._escalate_stops()
+            active = [s for s in self.nodes.values() if s.status in _ACTIVE]
+            if not active and not any(s.status is NodeStatus.PENDING for s in self.nodes.values()):
+                return
+            waitables: list[Any] = []
+            for s in active:
+                assert s.process is not None and s.conn is not None
+                waitables += [s.conn, s.process.sentinel] if s.pipe_open else [s.process.sentinel]
+            for ready in wait(waitables, timeout=POLL_S):
+                for s in active:
+                    if ready is s.conn:
+                        self._drain(s, DRAIN_BATCH)
+                    elif s.process is not None and ready == s.process.sentinel:
+                        self._reap(s)
+            self._release_groups()
+            self.scheduler.poll()
+            self.monitor.poll()
+
+    def _deps_met(self, name: str) -> bool | str:
+        """True when the node may start, False to wait, or a reason string to skip it."""
+        for dep in self.workflow.nodes[name].depend_on:
+            d = self.nodes[dep]
+            if d.status.failing:
+                return f"dependency '{dep}' {d.status}"
+            if d.background and d.load_finished is not None:
+                continue
+            if d.background and d.status in (NodeStatus.STOPPED, NodeStatus.SUCCEEDED):
+                continue
+            if d.status is not NodeStatus.SUCCEEDED:
+                return False
+        return True
+
+    def _start_ready(self, plans: Mapping[str, NodePlan]) -> None:
+        spawned = []
+        for name, state in self.nodes.items():
+            if state.status is not NodeStatus.PENDING:
+                continue
+            met = self._deps_met(name)
+            if isinstance(met, str):
+                self._set_status(state, NodeStatus.SKIPPED, met)
+            elif met:
+                self._spawn(state, plans[name])
+                spawned.append(name)
+        for name in spawned:
+            self.nodes[name].group = tuple(spawned)
+
+    def _release_groups(self) -> None:
+        """start_together: let a group's requests begin once every member has loaded or has ended."""
+        for state in self.nodes.values():
+            if state.go is None or state.released_at is not None:
+                continue
+            members = [self.nodes[n] for n in state.group]
+            if all(m.load_finished is not None or m.status not in _ACTIVE for m in members):
+                now = clock.now()
+                for m in members:
+                    if m.go is not None and m.released_at is None:
+                        m.go.release()
+                        m.released_at = now
+
+    def _spawn(self, state: NodeState, plan: NodePlan) -> None:
+        recv, send = self.ctx.Pipe(duplex=False)
+        state.stop_event = self.ctx.Event()
+        state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
+        env = self.scheduler.env_for(plan)
+        gate = self.scheduler.gate_for(plan)
+        out_dir = str(bundle_path(self.artifacts, state.name))
+        seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
+        state.process = self.ctx.Process(
+            target=app_process_main,
+            name=f"cb-{state.name}",
+            args=(
+                state.name,
+                state.unit,
+                state.device,
+                gate,
+                env,
+                send,
+                state.stop_event,
+                out_dir,
+                seed,
+                state.go,
+                self.files,
+            ),
+            daemon=True,
+        )
+        state.started_at = clock.now()
+        state.process.start()
+        send.close()
+        state.conn = recv
+        self._set_status(state, NodeStatus.RUNNING)
+        self._emit("process", state.name, pid=state.process.pid)
+        if state.process.pid is not None:
+            self.monitor.watch(state.name, state.process.pid)
+
+    def _drain(self, state: NodeState, limit: int | None = None) -> None:
+        """Handle the events waiting on a node's pipe: at most ``limit`` (None: all of them)."""
+        assert state.conn is not None
+        handled = 0
+        try:
+            while (limit is None or handled < limit) and state.conn.poll():
+                self._handle(state, state.conn.recv())
+                handled += 1
+        except (EOFError, OSError):
+            # The process closed its end: only its exit is left to wait for.
+            state.pipe_open = False
+
+    def _handle(self, state: NodeState, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        t = float(event.pop("t")) - self.t0
+        if kind == "load_start":
+            state.load_started = t + self.t0
+        elif kind == "load_end":
+            state.load_finished = t + self.t0
+            state.loaded = event.get("loaded") or {}
+        elif kind == "request_end":
+            record = relative(event["record"], self.t0)
+            if state.records is not None:
+                write_record(state.records, record)
+            state.request_count += 1
+            self.scheduler.on_request_end(state.name, record)
+            event["record"] = record
+        elif kind == "done":
+            state.done_status = NodeStatus(event["status"]) if event.get("status") else None
+            if event.get("error"):
+                state.reason = event["error"]
+        self._emit(
+            str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")}
+        )
+
+    def _reap(self, state: NodeState) -> None:
+        assert state.process is not None
+        self._drain(state)
+        state.process.join(timeout=1)
+        code = state.process.exitcode
+        stopping = state.status is NodeStatus.STOPPING
+        if state.done_status is NodeStatus.SUCCEEDED and code == 0:
+            self._set_status(state, NodeStatus.SUCCEEDED)
+        elif state.done_status is NodeStatus.STOPPED or (stopping and state.done_status is None):
+            reason = state.reason or ("stopped: foreground finished" if state.background else "stopped")
+            self._set_status(state, NodeStatus.STOPPED, reason)
+        else:
+            reason = state.reason or exit_reason(code)
+            self._set_status(state, NodeStatus.FAILED, reason)
+        if state.conn is not None:
+            state.conn.close()
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    def _stop_background_if_done(self) -> None:
+        foreground = [s for s in self.nodes.values() if not s.background]
+        if not foreground or any(not s.status.terminal for s in foreground):
+            return
+        for s in self.nodes.values():
+            if s.background and s.status is NodeStatus.PENDING:
+                self._set_status(s, NodeStatus.SKIPPED, "foreground finished before it could start")
+            elif s.background and s.status is NodeStatus.RUNNING:
+                self._request_stop(s, "stopped: foreground finished")
+
+    def _request_stop(self, state: NodeState, reason: str) -> None:
+        state.reason = reason
+        state.status = NodeStatus.STOPPING
+        state.stop_sent_at = clock.now()
+        state.stop_event.set()
+        self._emit("node_status", state.name, status=NodeStatus.STOPPING, reason=reason)
+
+    def _abort(self, status: RunStatus, reason: str) -> None:
+        self.status = status
+        self.stop_reason = reason
+        for s in self.nodes.values():
+            if s.status is NodeStatus.PENDING:
+                self._set_status(s, NodeStatus.SKIPPED, reason)
+            elif s.status is NodeStatus.RUNNING:
+                self._request_stop(s, reason)
+
+    def _escalate_stops(self) -> None:
+        """Terminate processes that ignored a stop request for ``stop_grace_s``, then kill them."""
+        for s in self.nodes.values():
+            if s.status is not NodeStatus.STOPPING or s.stop_sent_at is None or s.process is None:
+                continue
+            late = clock.now() - s.stop_sent_at - self.stop_grace_s
+            if late > 0 and s.process.is_alive():
+                if late < 0.5:
+                    s.process.terminate()
+                else:
+                    s.process.kill()
+
+    def _shutdown_all(self) -> None:
+        for s in self.nodes.values():
+            if s.process is not None and s.process.is_alive():
+                s.process.kill()
+                s.process.join(timeout=2)
+                if not s.status.terminal:
+                    self._set_status(s, NodeStatus.STOPPED, s.reason or "stopped by the runner")
+
+    # -- result --------------------------------------------------------------------------------------
