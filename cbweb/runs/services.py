@@ -356,12 +356,15 @@ def run_reap(*, lost_after_s: float) -> list[int]:
             f"worker lost: {worker or 'the worker'} sent no heartbeat for more than {lost_after_s:g} s "
             f"(last at {heartbeat_at:%Y-%m-%d %H:%M:%S} UTC); the data written until then is kept"
         )
-        changed = Run.objects.filter(pk=pk, status=Run.Status.RUNNING, heartbeat_at__lt=cutoff).update(
-            status=Run.Status.FAILED, error=error, finished_at=timezone.now()
-        )
-        if changed:
-            run_refresh_telemetry_overview(run_id=pk)
-            reaped.append(pk)
+        # The status and the chart overview change together: a reader never sees a failed run
+        # without its overview.
+        with transaction.atomic():
+            changed = Run.objects.filter(pk=pk, status=Run.Status.RUNNING, heartbeat_at__lt=cutoff).update(
+                status=Run.Status.FAILED, error=error, finished_at=timezone.now()
+            )
+            if changed:
+                run_refresh_telemetry_overview(run_id=pk)
+                reaped.append(pk)
     return reaped
 
 
