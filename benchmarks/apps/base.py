@@ -46,6 +46,10 @@ class AppType:
     # Checks this machine before a run starts (model and data files, read through the file access
     # policy); returns problems as sentences.
     check: Callable[[Application, FilePolicy], list[str]] | None = None
+    # Whether a unit of this type does any work on the GPU when placed there (None: always). A unit
+    # that does none (Sleep, Synthetic's CPU load) runs on the CPU where no GPU is visible, even with
+    # ``device: gpu``: the original ConsumerBench's configs put Sleep units on the GPU.
+    uses_gpu: Callable[[Application], bool] | None = None
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord
-from benchmarks.spec.model import AppOptions
+from benchmarks.spec.model import Application, AppOptions
 
 
 class SleepOptions(AppOptions):
@@ -24,6 +24,10 @@ class SleepDriver(Driver):
             time.sleep(self.options.sleep_time)
 
 
+def _uses_gpu(unit: Application) -> bool:
+    return False
+
+
 APP = AppType(
     name="Sleep",
     aliases=("sleep", "SleepApplication"),
@@ -34,4 +38,5 @@ APP = AppType(
     default_num_requests=1,
     driver="benchmarks.apps.sleep:SleepDriver",
     description="Sleeps sleep_time seconds per request; for tests and DAG calibration.",
+    uses_gpu=_uses_gpu,
 )

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord
 from benchmarks.clock import now
-from benchmarks.spec.model import AppOptions
+from benchmarks.spec.model import Application, AppOptions
 
 
 class SyntheticOptions(AppOptions):
@@ -78,6 +78,10 @@ class SyntheticDriver(Driver):
         raise RuntimeError("synthetic failure injected by fail_at_request")
 
 
+def _uses_gpu(unit: Application) -> bool:
+    return isinstance(unit.options, SyntheticOptions) and unit.options.load == "torch"
+
+
 APP = AppType(
     name="Synthetic",
     aliases=("synthetic",),
@@ -88,4 +92,5 @@ APP = AppType(
     default_num_requests=5,
     driver="benchmarks.apps.synthetic:SyntheticDriver",
     description="CPU spin or torch matmul steps behind the scheduler gate; for tests and calibration.",
+    uses_gpu=_uses_gpu,
 )

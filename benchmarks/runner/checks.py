@@ -18,10 +18,19 @@ class PreflightError(RuntimeError):
 
 
 def resolve_device(unit: Application) -> str:
-    """Return ``gpu`` or ``cpu`` for a unit (``auto`` takes the GPU when one is visible)."""
-    if unit.device == "auto":
-        return "gpu" if gpus() else "cpu"
-    return unit.device
+    """Return ``gpu`` or ``cpu``: the device a unit runs on here (recorded as the node's ``device``).
+
+    ``auto`` takes the GPU when one is visible; ``gpu`` stays on the GPU, except that a unit whose
+    type does no GPU work (Sleep, Synthetic's CPU load) runs on the CPU when no GPU is visible.
+    """
+    if unit.device == "cpu":
+        return "cpu"
+    if gpus():
+        return "gpu"
+    uses_gpu = app_type(unit).uses_gpu
+    if unit.device == "gpu" and (uses_gpu is None or uses_gpu(unit)):
+        return "gpu"
+    return "cpu"
 
 
 def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]:
@@ -35,7 +44,7 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
         return refused
     problems: list[str] = []
     for name, unit in workflow.applications.items():
-        if unit.device == "gpu" and not gpus():
+        if resolve_device(unit) == "gpu" and not gpus():
             problems.append(
                 f"unit '{name}' asks for device: gpu, but no NVIDIA GPU is visible here "
                 "(NVML found none); use device: cpu or auto, or run it on a GPU worker"

@@ -12,12 +12,18 @@ The loader looks up the registries (application types and their keys, SLO metric
 schedulers and their own checks of a workflow) and applies the input limits. Every problem is
 collected and raised together as ``WorkflowValidationError``; each ``SpecError`` carries the YAML
 path, the line (when the input was text) and a plain sentence. The DAG rules themselves are the
-model's (``dag_problems``), reported here at their lines.
+model's (``dag_problems``), reported here at their lines. A flaw in one place never hides
+another: a duplicate key, an invalid option and an invalid common key of one unit are all reported;
+only an input that cannot be read, or is over a size limit, stops at its first problem.
+
+Callers add checks of their own through ``unit_checks`` (the file access policy, this machine's
+devices and files): each is called with every unit that could be built and returns (path inside the
+unit, message) pairs, reported at the unit's lines with the rest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +49,10 @@ from benchmarks.spec.model import (
     requests_per_run,
     suggest,
 )
-from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, parse_yaml_text
+from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, read_yaml_document
+
+# A check of one built unit, given by the caller: (path inside the unit, message) per problem.
+UnitCheck = Callable[[Application], Iterable[tuple[Path_, str]]]
 
 RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "start_together", "workflows")
 COMMON_UNIT_KEYS = (
@@ -70,7 +79,12 @@ NODE_KEYS = ("uses", "depend_on", "depends_on", "background")
 # --------------------------------------------------------------------------------------------------
 
 
-def load_file(path: str | Path, name: str | None = None, limits: Limits | None = None) -> Workflow:
+def load_file(
+    path: str | Path,
+    name: str | None = None,
+    limits: Limits | None = None,
+    unit_checks: Sequence[UnitCheck] = (),
+) -> Workflow:
     """Load a workflow file in any dialect; the workflow is named after the file unless it says."""
     path = Path(path)
     max_bytes = (limits or DEFAULT_LIMITS).max_bytes
@@ -90,15 +104,21 @@ def load_file(path: str | Path, name: str | None = None, limits: Limits | None =
         raise WorkflowValidationError(
             [SpecError((), None, f"cannot read the file: {exc.strerror}")], str(path)
         ) from None
-    return load_yaml(text, name=name or path.stem, source=str(path), limits=limits)
+    return load_yaml(text, name=name or path.stem, source=str(path), limits=limits, unit_checks=unit_checks)
 
 
 def load_yaml(
-    text: str, name: str | None = None, source: str | None = None, limits: Limits | None = None
+    text: str,
+    name: str | None = None,
+    source: str | None = None,
+    limits: Limits | None = None,
+    unit_checks: Sequence[UnitCheck] = (),
 ) -> Workflow:
     """Load a workflow from YAML text in any dialect. Raises WorkflowValidationError."""
-    data, lines = parse_yaml_text(text, source, limits)
-    return from_dict(data, name=name, lines=lines, source=source, limits=limits)
+    document = read_yaml_document(text, source, limits)
+    errors = Collector(document.lines)
+    errors.errors.extend(document.problems)
+    return _load(document.value, name, errors, source, limits or DEFAULT_LIMITS, unit_checks)
 
 
 def from_dict(
@@ -107,14 +127,25 @@ def from_dict(
     lines: Mapping[Path_, int] | None = None,
     source: str | None = None,
     limits: Limits | None = None,
+    unit_checks: Sequence[UnitCheck] = (),
 ) -> Workflow:
     """Normalise a native or task-list mapping into a ``Workflow``. Raises WorkflowValidationError.
 
     ``name`` names the workflow when the input itself has no ``name:``. ``limits`` (default:
-    ``DEFAULT_LIMITS``) bounds nesting, values, units, nodes and requests per run.
+    ``DEFAULT_LIMITS``) bounds nesting, values, units, nodes and requests per run. ``unit_checks``
+    are the caller's checks of each unit, reported with every other problem.
     """
-    limits = limits or DEFAULT_LIMITS
-    errors = Collector(lines)
+    return _load(data, name, Collector(lines), source, limits or DEFAULT_LIMITS, unit_checks)
+
+
+def _load(
+    data: Any,
+    name: str | None,
+    errors: Collector,
+    source: str | None,
+    limits: Limits,
+    unit_checks: Sequence[UnitCheck],
+) -> Workflow:
     shape_problem = _shape_problem(data, limits)
     if shape_problem:
         errors.add((), shape_problem)
@@ -127,7 +158,7 @@ def from_dict(
         errors.add((), f"top-level key {key!r} must be a string")
     data = {k: v for k, v in data.items() if isinstance(k, str)}
     raw = task_list_to_native(data, errors, limits) if is_task_list(data) else data
-    workflow = _build(raw, name, errors, limits) if raw is not None else None
+    workflow = _build(raw, name, errors, limits, unit_checks) if raw is not None else None
     if errors.errors or workflow is None:
         raise WorkflowValidationError(errors.errors, source)
     return workflow
@@ -152,7 +183,11 @@ def _shape_problem(data: Any, limits: Limits) -> str | None:
 
 
 def _build(
-    raw: Mapping[str, Any], name: str | None, errors: Collector, limits: Limits = DEFAULT_LIMITS
+    raw: Mapping[str, Any],
+    name: str | None,
+    errors: Collector,
+    limits: Limits = DEFAULT_LIMITS,
+    unit_checks: Sequence[UnitCheck] = (),
 ) -> Workflow | None:
     wf_kwargs: dict[str, Any] = {"name": name or "workflow"}
     units_raw: dict[str, tuple[Mapping[str, Any], Path_]] = {}
@@ -205,6 +240,9 @@ def _build(
         app = _build_unit(unit_name, unit, origin, errors)
         if app is not None:
             applications[unit_name] = app
+            for check in unit_checks:
+                for loc, message in check(app):
+                    errors.add((*origin, *loc), message)
 
     nodes = _build_nodes(nodes_raw, units_raw, errors, bad_units)
     for loc, message in dag_problems(units_raw, nodes):
@@ -327,14 +365,14 @@ def _build_unit(
         kwargs["options"] = app.options(**options)
     except ValidationError as exc:
         _pydantic_errors(exc, origin, errors, unit_name)
-        return None
-    if len(errors.errors) > before:
-        return None
+        # Unvalidated, so that the unit's common keys are still checked below.
+        kwargs["options"] = app.options.model_construct(**options)
     try:
-        return Application(**kwargs)
+        built = Application(**kwargs)
     except ValidationError as exc:
         _pydantic_errors(exc, origin, errors, unit_name)
         return None
+    return None if len(errors.errors) > before else built
 
 
 def _parse_slo_field(value: Any, app: AppType, path: Path_, errors: Collector) -> tuple[SLO, ...]:

@@ -31,6 +31,9 @@ MAX_FILE_BYTES = 1024 * 1024
 # Bounds the work of alias expansion ("billion laughs") and of hostile nesting.
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 64
+# One report lists at most this many problems (the first by line) and says how many it left out: a
+# unit merged from a mapping of 700 unknown keys into 60 units once printed 42,000 lines.
+MAX_REPORTED_ERRORS = 100
 
 
 @dataclass(frozen=True)
@@ -132,11 +135,19 @@ class WorkflowValidationError(ValueError):
     """Every problem found in one workflow input, reported together."""
 
     def __init__(self, errors: list[SpecError], source: str | None = None) -> None:
-        self.errors = sorted(errors, key=lambda e: (e.line if e.line is not None else 1 << 30, e.path))
+        ordered = sorted(errors, key=lambda e: (e.line if e.line is not None else 1 << 30, e.path))
+        # ``errors`` holds the first MAX_REPORTED_ERRORS, then one entry that counts the rest.
+        self.errors = ordered[:MAX_REPORTED_ERRORS]
+        self.total = len(ordered)
+        if self.total > MAX_REPORTED_ERRORS:
+            more = self.total - MAX_REPORTED_ERRORS
+            self.errors.append(
+                SpecError((), None, f"... and {more} more problem(s) not listed; fix these first")
+            )
         self.source = source
         head = f"{source}: " if source else ""
         lines = "\n".join(f"  {e}" for e in self.errors)
-        super().__init__(f"{head}{len(self.errors)} problem(s) in the workflow:\n{lines}")
+        super().__init__(f"{head}{self.total} problem(s) in the workflow:\n{lines}")
 
     def to_json(self) -> list[dict[str, Any]]:
         """Return the errors as a list of ``{path, line, message}`` dicts."""

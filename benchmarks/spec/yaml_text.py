@@ -1,13 +1,19 @@
 """YAML text with line numbers: a bounded parse that remembers the line of every path.
 
 PyYAML composes the document into nodes (with nesting bounded before Python's recursion limit); a
-walker turns them into plain values, counting values against alias bombs and recording the line of
-each key and item, so that every later problem can name its line. ``Collector`` gathers the problems.
+walker turns them into plain values, counting values against alias bombs (a value reached through an
+alias or a merge key ``<<: *a`` counts each time it is reached) and recording the line of each key and
+item, so that every later problem can name its line. ``Collector`` gathers the problems.
+
+A document that cannot be read at all (not YAML, too deep, too many values) stops at its first
+problem; a readable one with a flaw (a duplicate key, a merge of a non-mapping) is still turned into
+values, and the flaw is returned beside them, so that the loader reports it with every other problem.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -104,7 +110,9 @@ class _YamlWalker:
             out[key] = self.walk(value_node, (*path, key))
         for extra in merged:
             if not isinstance(extra, dict):
-                raise _Abort(f"line {node.start_mark.line + 1}: a YAML merge key needs a mapping")
+                line = node.start_mark.line + 1
+                self.errors.errors.append(SpecError(path, line, "a YAML merge key '<<' needs a mapping"))
+                continue
             for key, value in extra.items():
                 out.setdefault(key, value)
         return out
@@ -137,10 +145,31 @@ def _bounded_loader(max_depth: int) -> type[yaml.SafeLoader]:
     return BoundedLoader
 
 
+@dataclass(frozen=True)
+class YamlDocument:
+    """A parsed document: its value, the line of every path, and the flaws found while reading it."""
+
+    value: Any
+    lines: dict[Path_, int]
+    problems: list[SpecError]
+
+
 def parse_yaml_text(
     text: str, source: str | None = None, limits: Limits | None = None
 ) -> tuple[Any, dict[Path_, int]]:
     """Parse YAML text; return the value and a map from path to line. Raises WorkflowValidationError.
+
+    ``limits`` (default: ``DEFAULT_LIMITS``) bounds the size, nesting and number of values. Any flaw
+    (a duplicate key) is an error here; ``read_yaml_document`` returns the flaws instead.
+    """
+    document = read_yaml_document(text, source, limits)
+    if document.problems:
+        raise WorkflowValidationError(document.problems, source)
+    return document.value, document.lines
+
+
+def read_yaml_document(text: str, source: str | None = None, limits: Limits | None = None) -> YamlDocument:
+    """Parse YAML text into a ``YamlDocument``; raise WorkflowValidationError only when it cannot be read.
 
     ``limits`` (default: ``DEFAULT_LIMITS``) bounds the size, nesting and number of values.
     """
@@ -171,6 +200,4 @@ def parse_yaml_text(
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
         raise WorkflowValidationError([SpecError((), line, f"not valid YAML: {exc}")], source) from None
-    if errors.errors:
-        raise WorkflowValidationError(errors.errors, source)
-    return value, walker.lines
+    return YamlDocument(value, walker.lines, errors.errors)

@@ -39,7 +39,7 @@ class SweepFileError(WorkflowValidationError):
         super().__init__(errors, source)
         head = f"{source}: " if source else ""
         lines = "\n".join(f"  {e}" for e in self.errors)
-        self.args = (f"{head}{len(self.errors)} problem(s) in the sweep file:\n{lines}",)
+        self.args = (f"{head}{self.total} problem(s) in the sweep file:\n{lines}",)
 
 
 class _Model(BaseModel):

@@ -53,7 +53,7 @@ def workflow_errors(exc: WorkflowValidationError) -> list[dict[str, Any]]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, WorkflowValidationError):
-        n = len(exc.errors)
+        n = exc.total
         return error_response(
             f"the workflow has {n} problem{'s' if n != 1 else ''}", workflow_errors(exc), 400
         )

@@ -209,8 +209,23 @@ def test_gpu_unit_on_a_machine_without_gpu_fails_before_anything_starts() -> Non
     if gpus():
         pytest.skip("this machine has a GPU")
     with pytest.raises(PreflightError) as info:
-        run_workflow(load_yaml("a: {type: Sleep, device: gpu}\n"))
+        run_workflow(load_yaml("a: {type: Synthetic, load: torch, device: gpu}\n"))
     assert "unit 'a' asks for device: gpu" in str(info.value)
+
+
+def test_units_that_use_no_gpu_run_with_device_gpu_and_record_where_they_ran() -> None:
+    from benchmarks.platform import gpus
+
+    # The original ConsumerBench's sleep configs put Sleep units on the GPU.
+    result = run(
+        "s: {type: Sleep, sleep_time: 0, device: gpu}\n"
+        "c: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 1, device: gpu}\n"
+    )
+    expected = "gpu" if gpus() else "cpu"
+    assert [(n.name, n.status, n.device) for n in result.nodes] == [
+        ("s", "succeeded", expected),
+        ("c", "succeeded", expected),
+    ]
 
 
 def test_slo_attainment_and_warmup_are_applied_to_recorded_requests() -> None:

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from benchmarks.spec.export import dump_yaml, to_dict
 from benchmarks.spec.load import from_dict, load_file, load_yaml
-from benchmarks.spec.model import MAX_FILE_BYTES, SpecError, Workflow, WorkflowValidationError
+from benchmarks.spec.model import (
+    MAX_FILE_BYTES,
+    MAX_REPORTED_ERRORS,
+    SpecError,
+    Workflow,
+    WorkflowValidationError,
+)
 
 EXAMPLES = sorted(
     p for p in (Path(__file__).parents[3] / "examples").iterdir() if p.suffix in (".yml", ".json")
@@ -353,6 +359,70 @@ def test_not_a_mapping_is_reported() -> None:
 def test_duplicate_keys_are_reported_not_silently_merged() -> None:
     error = only_error("a:\n  type: Sleep\n  type: Synthetic\n")
     assert "duplicate key 'type'" in error.message and error.line == 3
+
+
+def test_a_duplicate_key_does_not_hide_the_other_problems() -> None:
+    errors = errors_of("""
+        a:
+          type: Sleep
+          sleep_time: 0.1
+          sleep_time: 0.2
+          num_requests: 0
+        b:
+          type: Sleep
+          bogus: 1
+        workflows:
+          x: {uses: ghost}
+    """)
+    assert [(e.line, e.path) for e in errors] == [
+        (5, "a.sleep_time"),
+        (6, "a.num_requests"),
+        (9, "b.bogus"),
+        (11, "workflows.x.uses"),
+    ], errors
+
+
+def test_an_invalid_option_does_not_hide_the_units_common_keys() -> None:
+    errors = errors_of("""
+        a:
+          type: Sleep
+          sleep_time: -1
+          num_requests: 0
+          mps: 150
+    """)
+    assert [e.path for e in errors] == ["a.sleep_time", "a.num_requests", "a.mps"], errors
+
+
+def test_a_merge_of_a_non_mapping_is_reported_with_the_rest() -> None:
+    errors = errors_of("""
+        x: &x [1]
+        a:
+          <<: *x
+          type: Sleep
+          num_requests: 0
+    """)
+    assert "merge key" in errors[1].message and errors[2].path == "a.num_requests", errors
+
+
+def test_a_long_error_list_is_cut_at_the_first_hundred_and_says_how_many_more() -> None:
+    keys = "".join(f"  k{i}: 1\n" for i in range(700))
+    units = "".join(f"u{j}:\n  <<: *a\n" for j in range(60))
+    with pytest.raises(WorkflowValidationError) as info:
+        load_yaml(f"base: &a\n  type: Sleep\n{keys}{units}")
+    error = info.value
+    assert error.total == 61 * 700 and len(error.errors) == MAX_REPORTED_ERRORS + 1
+    assert error.errors[-1].message.startswith(f"... and {61 * 700 - MAX_REPORTED_ERRORS} more problem(s)")
+    assert len(str(error).splitlines()) == MAX_REPORTED_ERRORS + 2
+    assert str(error).startswith(f"{61 * 700} problem(s)")
+
+
+def test_nested_merge_keys_count_every_merged_value_against_the_limit() -> None:
+    laughs = "l0: &l0 {type: Sleep, x: 1}\n"
+    for i in range(1, 12):
+        laughs += f"l{i}: &l{i}\n  <<: [" + ", ".join([f"*l{i - 1}"] * 5) + f"]\n  y{i}: 1\n"
+    with pytest.raises(WorkflowValidationError) as info:
+        load_yaml(laughs)
+    assert len(info.value.errors) == 1 and "expands to more than" in info.value.errors[0].message
 
 
 def test_file_over_one_mebibyte_is_refused(tmp_path: Path) -> None:
