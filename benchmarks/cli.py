@@ -2,7 +2,9 @@
 
 Sub-commands of the engine live here; other packages (the Celery worker, the web client) add theirs
 through the ``consumerbench.commands`` entry-point group, so the engine never imports them.
-Exit codes: 0 success, 1 the run or a file had problems, 2 usage or set-up error, 130 cancelled.
+Exit codes: 0 success, 1 the run or a file had problems (what ``validate`` reports), 2 usage or set-up
+error (bad flags, an ``--out`` that holds other files, what ``validate --check-files`` adds: no GPU, a
+missing model or data file), 130 cancelled.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -25,9 +28,9 @@ from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
 from benchmarks.results import ResultDocument, default_out_dir, slo_table, write_bundle
-from benchmarks.runner import PreflightError, preflight, run_workflow
+from benchmarks.runner import PreflightError, machine_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
-from benchmarks.spec.load import load_file
+from benchmarks.spec.load import UnitCheck, load_file
 from benchmarks.spec.model import SpecError, Workflow, WorkflowValidationError
 from benchmarks.status import JobStatus, NodeStatus
 from benchmarks.sweep import cli as sweep_cli
@@ -72,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path)
     run.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
     run.add_argument("--out", type=Path, help="bundle directory (default results/<workflow>-<time>/)")
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the bundle already in --out (it stays until the new run has finished)",
+    )
     run.add_argument("--repeat", type=int, help="run the workflow N times (overrides 'repeat:')")
     run.add_argument("--time-limit", type=float, help="fail the run after this many seconds")
     run.add_argument(
@@ -142,14 +150,14 @@ def _register_unavailable(sub: Any, name: str, exc: ImportError) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     report: dict[str, list[dict[str, Any]]] = {}
+    files = files_policy(args)
+    checks: list[UnitCheck] = [files.unit_problems]
+    if args.check_files:
+        checks.append(lambda unit: machine_problems(unit, files))
     for path in args.files:
         problems: list[SpecError] = []
-        files = files_policy(args)
         try:
-            workflow = load_file(path)
-            problems = [SpecError(loc, None, m) for loc, m in files.workflow_problems(workflow)]
-            if args.check_files and not problems:
-                problems = [SpecError((), None, p) for p in preflight(workflow, files)]
+            load_file(path, unit_checks=checks)
         except WorkflowValidationError as exc:
             problems = exc.errors
         report[str(path)] = [p.to_dict() for p in problems]
@@ -255,11 +263,13 @@ def _secs(value: float | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    files = files_policy(args)
     try:
-        workflow = load_file(args.file)
+        # The file policy's refusals are problems of the file, at their lines, as `validate` gives them.
+        workflow = load_file(args.file, unit_checks=[files.unit_problems])
     except WorkflowValidationError as exc:
         print(exc, file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_PROBLEMS
     repeat = args.repeat or workflow.repeat
     if repeat < 1:
         print("--repeat must be at least 1", file=sys.stderr)
@@ -268,6 +278,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"--monitor-hz must be between 0 (off) and {monitor.MAX_HZ:g}", file=sys.stderr)
         return EXIT_USAGE
     out = args.out or default_out_dir(workflow.name)
+    refusal = _out_refusal(out, args.overwrite)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
+    # A bundle being replaced stays whole until the new one is: the run writes beside it.
+    target = out.resolve().with_name(f".{out.resolve().name}.new-{os.getpid()}") if _is_bundle(out) else out
     cancel = threading.Event()
 
     def on_sigint(signum: int, frame: Any) -> None:
@@ -280,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     results: list[ResultDocument] = []
     try:
         for i in range(1, repeat + 1):
-            bundle = out / f"rep-{i}" if repeat > 1 else out
+            bundle = target / f"rep-{i}" if repeat > 1 else target
             if repeat > 1:
                 print(f"== repetition {i}/{repeat}")
             try:
@@ -293,7 +309,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     time_limit_s=args.time_limit,
                     repeat_index=i,
                     monitor_hz=args.monitor_hz or None,
-                    files=files_policy(args),
+                    files=files,
                 )
             except (PreflightError, SchedulerError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
@@ -301,18 +317,54 @@ def cmd_run(args: argparse.Namespace) -> int:
             path = write_bundle(result, bundle)
             print()
             print(summary_table(result))
-            print(f"bundle: {path}")
+            print(f"bundle: {out / path.relative_to(target)}")
             results.append(result)
             if cancel.is_set():
                 break
+        if len(results) > 1:
+            _write_repeat_summary(results, target)
+        if target != out:
+            _replace_bundle(out.resolve(), target)
     finally:
         signal.signal(signal.SIGINT, previous)
-    if len(results) > 1:
-        _write_repeat_summary(results, out)
+        if target != out and target.exists():
+            shutil.rmtree(target)  # the run stopped before its bundle was whole: the old one stays
     if cancel.is_set():
         return EXIT_CANCELLED
     failed = any(r.problem() is not None for r in results)
     return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+def _is_bundle(folder: Path) -> bool:
+    """Return whether ``folder`` holds a result bundle of ``run`` (one run's, or a repeated run's)."""
+    return any((folder / name).is_file() for name in ("result.json", "summary.json", "rep-1/result.json"))
+
+
+def _out_refusal(out: Path, overwrite: bool) -> str | None:
+    """Return why a run may not write into ``out`` (None: it may).
+
+    A new or empty folder is written into; a bundle is replaced only with ``--overwrite``; a folder
+    holding anything else is never written into, so that no file but a bundle's is ever deleted.
+    """
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return f"--out {out} is a file, not a folder"
+    if not any(out.iterdir()):
+        return None
+    if not _is_bundle(out):
+        return f"--out {out} holds files that are not a result bundle; give a new or empty folder"
+    if not overwrite:
+        return f"--out {out} already holds a result bundle; give a new folder, or --overwrite to replace it"
+    return None
+
+
+def _replace_bundle(out: Path, new: Path) -> None:
+    """Put the finished bundle ``new`` in place of the old bundle ``out``, with two renames."""
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    out.rename(old)
+    new.rename(out)
+    shutil.rmtree(old)
 
 
 def _write_repeat_summary(results: list[ResultDocument], out: Path) -> None:

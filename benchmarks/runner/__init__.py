@@ -13,7 +13,7 @@ knows of a node), ``process`` (inside an application process), ``records`` (requ
 ``result`` (the ResultDocument built from the node states and the records).
 """
 
-from benchmarks.runner.checks import PreflightError, preflight
+from benchmarks.runner.checks import PreflightError, machine_problems, preflight
 from benchmarks.runner.dag import TIME_LIMIT_REASON, RunSink, run_workflow
 from benchmarks.runner.records import RECORDS_DIR
 
@@ -22,6 +22,7 @@ __all__ = [
     "TIME_LIMIT_REASON",
     "PreflightError",
     "RunSink",
+    "machine_problems",
     "preflight",
     "run_workflow",
 ]

@@ -6,7 +6,7 @@ from benchmarks.apps import app_type
 from benchmarks.apps.base import arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.platform import gpus
-from benchmarks.spec.model import Application, Workflow
+from benchmarks.spec.model import Application, Path_, Workflow
 
 
 class PreflightError(RuntimeError):
@@ -42,22 +42,38 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
     refused = [message for _, message in files.workflow_problems(workflow)]
     if refused:
         return refused
-    problems: list[str] = []
-    for name, unit in workflow.applications.items():
-        if resolve_device(unit) == "gpu" and not gpus():
-            problems.append(
-                f"unit '{name}' asks for device: gpu, but no NVIDIA GPU is visible here "
-                "(NVML found none); use device: cpu or auto, or run it on a GPU worker"
+    return [
+        # File problems already name the field and the unit.
+        message if f"unit '{name}'" in message else f"unit '{name}': {message}"
+        for name, unit in workflow.applications.items()
+        for _, message in machine_problems(unit, files)
+    ]
+
+
+def machine_problems(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[tuple[Path_, str]]:
+    """Return (path inside the unit, message) for what stops one unit from running on this machine.
+
+    The device, then the type's own check (model and data files, read through ``files``), then an
+    arrival trace. A unit with a file that ``files`` refuses is not read at all: it returns nothing
+    here (the refusal is the file policy's problem, ``FilePolicy.unit_problems``).
+    """
+    if files.unit_problems(unit):
+        return []
+    problems: list[tuple[Path_, str]] = []
+    if resolve_device(unit) == "gpu" and not gpus():
+        problems.append(
+            (
+                ("device",),
+                f"unit '{unit.name}' asks for device: gpu, but no NVIDIA GPU is visible here "
+                "(NVML found none); use device: cpu or auto, or run it on a GPU worker",
             )
-        check = app_type(unit).check
-        if check is not None:
-            # File problems already name the field and the unit.
-            problems.extend(
-                p if f"of unit '{name}'" in p else f"unit '{name}': {p}" for p in check(unit, files)
-            )
-        if unit.arrival.kind == "trace":
-            try:
-                arrival_offsets(unit, unit.warmup_requests + unit.num_requests, 0, files)
-            except ValueError as exc:
-                problems.append(str(exc))
+        )
+    check = app_type(unit).check
+    if check is not None:
+        problems.extend(((), p) for p in check(unit, files))
+    if unit.arrival.kind == "trace":
+        try:
+            arrival_offsets(unit, unit.warmup_requests + unit.num_requests, 0, files)
+        except ValueError as exc:
+            problems.append((("arrival", "trace"), str(exc)))
     return problems

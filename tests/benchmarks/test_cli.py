@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks.results import load_bundle
 from tests.benchmarks.test_engine_isolation import run_without
 
@@ -47,7 +49,7 @@ def test_validate_checks_the_machine_only_when_asked(tmp_path: Path) -> None:
     from benchmarks.platform import gpus
 
     path = tmp_path / "gpu.yml"
-    path.write_text("a: {type: Sleep, device: gpu}\n")
+    path.write_text("a: {type: Synthetic, load: torch, device: gpu}\n")
     assert cli("validate", str(path)).returncode == 0
     checked = cli("validate", "--check-files", str(path))
     assert checked.returncode == (0 if gpus() else 1)
@@ -99,12 +101,73 @@ def test_ctrl_c_cancels_the_run_and_still_writes_the_partial_bundle(tmp_path: Pa
     assert doc.applications[0].requests_counted >= 1
 
 
-def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) -> None:
+def test_run_of_an_invalid_file_prints_the_problems_and_exits_1_as_validate_does(tmp_path: Path) -> None:
     wf = tmp_path / "bad.yml"
     wf.write_text("a: {type: Sleep, num_requests: 0}\n")
     out = cli("run", str(wf))
-    assert out.returncode == 2 and "line 1: a.num_requests" in out.stderr
+    assert out.returncode == 1 and "line 1: a.num_requests" in out.stderr
+    assert cli("validate", str(wf)).returncode == 1
     assert not list((ROOT / "results").glob("bad-*"))
+    assert cli("run", str(wf), "--repeat", "0").returncode == 1  # the file first, then the flags
+
+
+def test_check_files_problems_carry_the_line_of_their_field_with_the_other_problems(tmp_path: Path) -> None:
+    wf = tmp_path / "w.yml"
+    wf.write_text(
+        "a:\n  type: Sleep\n  arrival: {kind: trace, trace: /nonexistent/t.txt}\n"
+        "b:\n  type: Sleep\n  num_requests: 0\n"
+    )
+    out = cli("validate", "--check-files", str(wf))
+    assert out.returncode == 1 and "<top>" not in out.stdout
+    assert "line 3: a.arrival.trace: field 'arrival.trace' of unit 'a'" in out.stdout
+    assert "line 6: b.num_requests" in out.stdout
+
+
+def test_run_refuses_an_out_folder_that_holds_a_bundle_unless_told_to_overwrite(tmp_path: Path) -> None:
+    two = tmp_path / "two.yml"
+    two.write_text("a: {type: Sleep, sleep_time: 0}\nb: {type: Sleep, sleep_time: 0}\n")
+    one = tmp_path / "one.yml"
+    one.write_text("c: {type: Sleep, sleep_time: 0}\n")
+    out = tmp_path / "b"
+    assert cli("run", str(two), "--out", str(out), "--monitor-hz", "0").returncode == 0
+    refused = cli("run", str(one), "--out", str(out), "--monitor-hz", "0")
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    assert sorted(p.name for p in out.glob("*.csv")) == ["a.csv", "b.csv"]
+    replaced = cli("run", str(one), "--out", str(out), "--monitor-hz", "0", "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert f"bundle: {out / 'result.json'}" in replaced.stdout
+    # Nothing of the old bundle is left beside the new one, and no working folder beside it.
+    assert sorted(p.name for p in out.glob("*.csv")) == ["c.csv"]
+    assert [n.name for n in load_bundle(out).nodes] == ["c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "one.yml", "two.yml"]
+
+
+def test_a_run_that_cannot_start_leaves_the_bundle_it_would_replace_whole(tmp_path: Path) -> None:
+    from benchmarks.platform import gpus
+
+    if gpus():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "b"
+    ok = tmp_path / "ok.yml"
+    ok.write_text("a: {type: Sleep, sleep_time: 0}\n")
+    assert cli("run", str(ok), "--out", str(out), "--monitor-hz", "0").returncode == 0
+    gpu = tmp_path / "gpu.yml"
+    gpu.write_text("g: {type: Synthetic, load: torch, device: gpu}\n")
+    failed = cli("run", str(gpu), "--out", str(out), "--overwrite")
+    assert failed.returncode == 2 and "device: gpu" in failed.stderr
+    assert [n.name for n in load_bundle(out).nodes] == ["a"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "gpu.yml", "ok.yml"]
+
+
+def test_run_never_writes_into_a_folder_that_holds_other_files(tmp_path: Path) -> None:
+    wf = tmp_path / "w.yml"
+    wf.write_text("a: {type: Sleep, sleep_time: 0}\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    out = cli("run", str(wf), "--out", str(mine), "--overwrite")
+    assert out.returncode == 2 and "not a result bundle" in out.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 def test_plugged_in_commands_that_need_the_web_stack_are_refused_clearly_without_it() -> None:

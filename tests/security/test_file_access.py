@@ -290,9 +290,10 @@ def test_the_cli_is_unrestricted_by_default_and_restricted_with_the_flag(tmp_pat
     assert ran.returncode == 0, ran.stderr
     refused = cli("validate", "--restrict-files", str(workflow), env=env)
     assert refused.returncode == 1
-    assert f"s.arrival.trace: {OUTSIDE}: field 'arrival.trace' of unit 's'" in refused.stdout
+    assert f"line 5: s.arrival.trace: {OUTSIDE}: field 'arrival.trace' of unit 's'" in refused.stdout
+    # `run` refuses what `validate` refuses, the same way: exit 1, the field at its line.
     blocked = cli("run", "--restrict-files", str(workflow), "--out", str(tmp_path / "b2"), env=env)
-    assert blocked.returncode == 2 and "field 'arrival.trace' of unit 's'" in blocked.stderr
+    assert blocked.returncode == 1 and "line 5: s.arrival.trace" in blocked.stderr
     assert not (tmp_path / "b2").exists()
     # With the trace moved into the allowed folder, the restricted run goes ahead.
     workflow.write_text(workflow.read_text().replace(str(trace), str(allowed / "trace.txt")))
