@@ -82,10 +82,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return EXIT_CANCELLED
         print(f"({time.monotonic() - started:.0f} s in this call)")
         return EXIT_PENDING if left else EXIT_OK
-    except SweepFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SweepError as exc:
+    except (SweepFileError, SweepError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_PROBLEMS
 

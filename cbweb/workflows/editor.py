@@ -308,8 +308,9 @@ def editor_import(*, text: str, upload: UploadedFile | None = None, name: str = 
         state.general_errors.append(problem)
         return state
     try:
-        parsed = spec_load.load_yaml(yaml_text, name=name, limits=spec_limits())
-        services.workflow_check_files(workflow=parsed)
+        parsed = spec_load.load_yaml(
+            yaml_text, name=name, limits=spec_limits(), unit_checks=[services.file_policy().unit_problems]
+        )
     except spec_model.WorkflowValidationError as exc:
         state.import_errors = exc.to_json()
         return state

@@ -11,7 +11,6 @@ from benchmarks.files import FilePolicy
 from benchmarks.spec import export as spec_export
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
-from benchmarks.spec import yaml_text as spec_yaml
 from cbweb.permissions import check_can_edit
 from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
@@ -27,13 +26,12 @@ def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None)
         raise spec_model.WorkflowValidationError(
             [spec_model.SpecError((), None, "give the workflow either as 'yaml' text or as a 'spec' mapping")]
         )
-    lines: dict[Any, int] = {}
+    # The file access policy's refusals come with every other problem, each at its line.
+    checks = [file_policy().unit_problems]
     if yaml_text is not None:
-        data, lines = spec_yaml.parse_yaml_text(yaml_text, limits=spec_limits())
-        parsed = spec_load.from_dict(data, name=name, lines=lines, limits=spec_limits())
+        parsed = spec_load.load_yaml(yaml_text, name=name, limits=spec_limits(), unit_checks=checks)
     else:
-        parsed = spec_load.from_dict(spec, name=name, limits=spec_limits())
-    workflow_check_files(workflow=parsed, lines=lines)
+        parsed = spec_load.from_dict(spec, name=name, limits=spec_limits(), unit_checks=checks)
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed
 
@@ -43,15 +41,16 @@ def file_policy() -> FilePolicy:
     return FilePolicy.restricted(settings.CB_DATA_DIRS, settings.CB_MODEL_DIRS)
 
 
-def workflow_check_files(*, workflow: spec_model.Workflow, lines: dict[Any, int] | None = None) -> None:
+def workflow_check_files(*, workflow: spec_model.Workflow) -> None:
     """Refuse a workflow that names a file outside the allowed folders (WorkflowValidationError).
 
-    The errors name the field and the unit and say nothing about the file itself.
+    For a stored spec, which has no lines (a new input is checked by ``workflow_parse`` with its
+    lines). The errors name the field and the unit and say nothing about the file itself.
     """
     problems = file_policy().workflow_problems(workflow)
     if problems:
         raise spec_model.WorkflowValidationError(
-            [spec_model.SpecError(loc, (lines or {}).get(loc), message) for loc, message in problems]
+            [spec_model.SpecError(loc, None, message) for loc, message in problems]
         )
 
 

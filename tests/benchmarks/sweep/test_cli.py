@@ -16,10 +16,10 @@ from benchmarks.sweep.state import State
 from tests.benchmarks.sweep.conftest import H200, h200
 
 
-def test_a_bad_sweep_file_exits_2_with_its_problems_and_lines(tmp_path, capsys):
+def test_a_bad_sweep_file_exits_1_with_its_problems_and_lines_as_a_bad_workflow_does(tmp_path, capsys):
     bad = tmp_path / "s.yml"
     bad.write_text("name: s\nworkflows: {w: w.yml}\nschedulers: [greedy]\nlevels: []\nrepeats: many\n")
-    assert main(["sweep", str(bad), "--plan"]) == 2
+    assert main(["sweep", str(bad), "--plan"]) == 1
     err = capsys.readouterr().err
     assert f"{bad}: 2 problem(s) in the sweep file" in err
     assert "line 4: levels: List should have at least 1 item" in err and "line 5: repeats:" in err

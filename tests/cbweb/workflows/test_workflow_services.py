@@ -46,6 +46,23 @@ def test_invalid_yaml_writes_nothing_and_reports_lines(alice: Any) -> None:
     assert not Workflow.objects.exists()
 
 
+def test_a_duplicate_key_and_a_refused_file_are_reported_with_the_other_problems_at_their_lines(
+    alice: Any,
+) -> None:
+    text = (
+        "a:\n  type: Sleep\n  type: Sleep\n  num_requests: 0\n"
+        "b:\n  type: Sleep\n  arrival: {kind: trace, trace: /etc/hostname}\n"
+    )
+    with pytest.raises(WorkflowValidationError) as info:
+        workflow_create(owner=alice, name="bad", yaml_text=text)
+    assert [(e.line, e.path) for e in info.value.errors] == [
+        (3, "a.type"),
+        (4, "a.num_requests"),
+        (7, "b.arrival.trace"),
+    ], info.value.errors
+    assert not Workflow.objects.exists()
+
+
 def test_update_adds_a_version_and_keeps_the_old_one(alice: Any, make_workflow: Any) -> None:
     workflow = make_workflow(alice)
     v2 = workflow_update(workflow=workflow, user=alice, yaml_text="only:\n  type: Sleep\n  sleep_time: 0.2\n")
