@@ -231,7 +231,9 @@ def _build(
         if problem:
             errors.add((*origin, "name") if task else origin, problem)
             bad_units.add(key)
+    before_keys = len(errors.errors)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
+    keys_stand = len(errors.errors) == before_keys and not bad_units
 
     applications: dict[str, Application] = {}
     for unit_name, (unit, origin) in units_raw.items():
@@ -244,17 +246,24 @@ def _build(
                 for loc, message in check(app):
                     errors.add((*origin, *loc), message)
 
+    before_nodes = len(errors.errors)
     nodes = _build_nodes(nodes_raw, units_raw, errors, bad_units)
     for loc, message in dag_problems(units_raw, nodes):
         # Without 'workflows:' each unit is a node of its own name, found at the unit.
         errors.add(loc if nodes_raw is not None else loc[1:], message)
+    whole_stands = keys_stand and len(errors.errors) == before_nodes and len(applications) == len(units_raw)
+    if errors.errors and not whole_stands:
+        return None
     if errors.errors:
-        return None
-    try:
-        workflow = Workflow(applications=applications, nodes=nodes, **wf_kwargs)
-    except ValidationError as exc:
-        _pydantic_errors(exc, (), errors)
-        return None
+        # Problems inside units only: built unvalidated, so that the checks of the whole workflow (its
+        # requests per run, the scheduler's) still report with them; it is never returned.
+        workflow = Workflow.model_construct(applications=applications, nodes=nodes, **wf_kwargs)
+    else:
+        try:
+            workflow = Workflow(applications=applications, nodes=nodes, **wf_kwargs)
+        except ValidationError as exc:
+            _pydantic_errors(exc, (), errors)
+            return None
     _check_total_requests(workflow, limits, errors, {u: origin for u, (_, origin) in units_raw.items()})
     for message in SCHEDULERS[workflow.scheduler].spec_problems(workflow):
         errors.add(("workflows",), message)

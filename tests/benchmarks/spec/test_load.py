@@ -393,6 +393,22 @@ def test_an_invalid_option_does_not_hide_the_units_common_keys() -> None:
     assert [e.path for e in errors] == ["a.sleep_time", "a.num_requests", "a.mps"], errors
 
 
+def test_a_problem_inside_a_unit_does_not_hide_the_checks_of_the_whole_workflow() -> None:
+    errors = errors_of("""
+        scheduler: partition
+        a:
+          type: Sleep
+          mps: 80
+          bogus: 1
+        b:
+          type: Sleep
+          mps: 80
+          num_requests: 200000
+    """)
+    assert [e.path for e in errors] == ["workflows", "a.bogus", "b.num_requests"], errors
+    assert "sum to 160 %" in errors[0].message and "over the limit of 100,000" in errors[2].message
+
+
 def test_a_merge_of_a_non_mapping_is_reported_with_the_rest() -> None:
     errors = errors_of("""
         x: &x [1]
