@@ -399,7 +399,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     api = Client(args.server, args.token)
     try:
-        workflow = api.create_workflow(args.name or args.file.stem, text)
+        try:
+            workflow = api.create_workflow(args.name or args.file.stem, text)
+        except ApiError as exc:
+            if exc.status != 400:
+                raise
+            # The server found problems in the file: exit as `validate` and `run` do for them.
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_PROBLEMS
         run = api.create_run(workflow, args.scheduler, args.platform)
         print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
         if not args.wait:
