@@ -3,8 +3,8 @@
 Sub-commands of the engine live here; other packages (the Celery worker, the web client) add theirs
 through the ``consumerbench.commands`` entry-point group, so the engine never imports them.
 Exit codes: 0 success, 1 the run or a file had problems (what ``validate`` reports), 2 usage or set-up
-error (bad flags, an ``--out`` that holds other files, what ``validate --check-files`` adds: no GPU, a
-missing model or data file), 130 cancelled.
+error (bad flags, an ``--out`` that holds a bundle without ``--overwrite`` or other files, what
+``validate --check-files`` adds: no GPU, a missing model or data file), 130 cancelled.
 """
 
 from __future__ import annotations
