@@ -1,6 +1,6 @@
 """The sweep file: base workflows, load levels as overrides, schedulers, repeats, search, budget.
 
-A sweep file is YAML read with the workflow loader's parser (``benchmarks.spec.parse_yaml_text``:
+A sweep file is YAML read with the workflow loader's parser (``benchmarks.spec.yaml_text.read_yaml_document``:
 same size and nesting bounds, same line tracking), checked by the pydantic models below, and then
 against its workflows: every level is applied to every workflow and the result must be a valid
 workflow, so a bad override is reported at load time with the level's line, not mid-sweep.
@@ -21,7 +21,7 @@ from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec.export import to_dict
 from benchmarks.spec.load import from_dict, load_file
 from benchmarks.spec.model import NAME_MAX_CHARS, NAME_PATTERN, Path_, SpecError, WorkflowValidationError
-from benchmarks.spec.yaml_text import parse_yaml_text
+from benchmarks.spec.yaml_text import read_yaml_document
 
 # Bounds on what one file may ask for: a sweep is a plan of runs, each of them minutes long.
 MAX_LEVELS = 50
@@ -311,14 +311,16 @@ def load_sweep(path: str | Path, smoke: bool = False) -> Sweep:
     except OSError as exc:
         raise SweepFileError([SpecError((), None, f"cannot read the file: {exc.strerror}")], source) from None
     try:
-        data, lines = parse_yaml_text(text, source)
+        document = read_yaml_document(text, source)
     except WorkflowValidationError as exc:
         raise SweepFileError(exc.errors, source) from None
+    lines = document.lines
+    # A flaw of the text (a duplicate key) is reported with the file's other problems, not alone.
+    errors: list[SpecError] = list(document.problems)
     try:
-        spec = SweepFile.model_validate(data)
+        spec = SweepFile.model_validate(document.value)
     except ValidationError as exc:
-        raise SweepFileError(_model_errors(exc, lines), source) from None
-    errors: list[SpecError] = []
+        raise SweepFileError(errors + _model_errors(exc, lines), source) from None
     workflows: dict[str, dict[str, Any]] = {}
     for name, file in spec.workflows.items():
         where: Path_ = ("workflows", name)

@@ -73,6 +73,12 @@ def test_every_field_problem_is_reported_together_with_its_line(tmp_path):
     assert "between 0 (excluded) and 1" in found[0][2] and "greater than or equal to 1" in found[1][2]
 
 
+def test_a_duplicate_key_is_reported_with_the_files_other_problems(tmp_path):
+    found = problems(tmp_path, GOOD + "repeats: 0\nrepeats: 2\n")
+    assert [(line, path) for line, path, _ in found] == [(10, "repeats"), (11, "repeats")]
+    assert "greater than or equal to 1" in found[0][2] and found[1][2] == "duplicate key 'repeats'"
+
+
 def test_model_checks_name_the_file_problem(tmp_path):
     for text, expected in [
         (GOOD.replace("[greedy, credit]", "[greedy, fifo]"), "unknown scheduler(s) fifo"),
