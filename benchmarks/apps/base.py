@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.metrics import QualityMeasure
 from benchmarks.models import Format, check_model
 from benchmarks.spec.model import DATA_FILE, Application, AppOptions
 from benchmarks.status import RequestStatus
@@ -46,6 +47,8 @@ class AppType:
     # Checks this machine before a run starts (model and data files, read through the file access
     # policy); returns problems as sentences.
     check: Callable[[Application, FilePolicy], list[str]] | None = None
+    # The quality figures the result summarises from this type's request records (docs/metrics.md).
+    quality: tuple[QualityMeasure, ...] = ()
 
 
 @dataclass
