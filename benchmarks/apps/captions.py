@@ -390,6 +390,6 @@ APP = AppType(
     quality=(
         # Per stream (on its last chunk), only against a reference transcript with trained weights.
         QualityMeasure("wer", "fraction", info_mean("wer")),
-        QualityMeasure("rtf", "ratio", info_mean("rtf")),
+        QualityMeasure("rtf", "s/s", info_mean("rtf")),
     ),
 )
