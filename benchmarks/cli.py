@@ -246,7 +246,7 @@ def summary_table(result: ResultDocument) -> str:
     ]
     if quality:
         lines.append("")
-        lines += text_table([("node", "quality", "value", "of"), *quality], align="<<>>").splitlines()
+        lines += text_table([("node", "quality", "value", "of"), *quality], align="<<<>").splitlines()
     ma, fair = result.mean_attainment, result.fairness
     lines.append("")
     lines.append(
