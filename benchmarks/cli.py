@@ -27,7 +27,7 @@ from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
-from benchmarks.results import ResultDocument, default_out_dir, slo_table, write_bundle
+from benchmarks.results import ResultDocument, default_out_dir, quality_table, slo_table, write_bundle
 from benchmarks.runner import PreflightError, machine_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError
 from benchmarks.spec.load import UnitCheck, load_file
@@ -228,7 +228,8 @@ class Progress:
 
 
 def summary_table(result: ResultDocument) -> str:
-    """Return the end-of-run table: one row per application, then the run's figures."""
+    """Return the end-of-run tables: one row per application and SLO metric, then one per quality
+    figure (when any application has one), then the run's figures."""
     rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
     status = {n.name: n.status for n in result.nodes}
     for row in slo_table(result.applications):
@@ -247,6 +248,13 @@ def summary_table(result: ResultDocument) -> str:
             )
         )
     lines = text_table([[str(c) for c in r] for r in rows], align="<" * len(rows[0])).splitlines()
+    quality = [
+        (q.application if q.first else "", q.name, q.value, str(q.count))
+        for q in quality_table(result.applications)
+    ]
+    if quality:
+        lines.append("")
+        lines += text_table([("node", "quality", "value", "of"), *quality], align="<<<>").splitlines()
     ma, fair = result.mean_attainment, result.fairness
     lines.append("")
     lines.append(

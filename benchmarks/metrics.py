@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.spec.model import SLO
@@ -160,3 +161,90 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float | None]:
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
     return mean, t * math.sqrt(var / n)
+
+
+# --------------------------------------------------------------------------------------------------
+# Quality figures: what an application produced, summarised from its counted requests' records
+# --------------------------------------------------------------------------------------------------
+
+# A quality reducer reads the counted requests of one application and returns (value, how many
+# requests or streams the value is computed from), or None when none of them holds the figure.
+Reducer = Callable[[Sequence[Mapping[str, Any]]], tuple[float, int] | None]
+
+
+@dataclass(frozen=True)
+class QualityMeasure:
+    """One quality figure an application type summarises (``AppType.quality``): its name in the
+    result, its unit, and the reducer that computes it (docs/metrics.md defines each one)."""
+
+    name: str
+    unit: str
+    reduce: Reducer
+
+
+def _number(value: Any) -> float | None:
+    """Return ``value`` as a finite float, or None when it is not a number (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def info_mean(key: str) -> Reducer:
+    """Return a reducer: the mean of the numeric ``info[key]`` over the requests that record it."""
+
+    def reduce(requests: Sequence[Mapping[str, Any]]) -> tuple[float, int] | None:
+        values = [v for r in requests if (v := _number(r.get("info", {}).get(key))) is not None]
+        return (sum(values) / len(values), len(values)) if values else None
+
+    return reduce
+
+
+def info_share(key: str) -> Reducer:
+    """Return a reducer: the fraction (0-1) of the requests recording a boolean ``info[key]`` where
+    it is true."""
+
+    def reduce(requests: Sequence[Mapping[str, Any]]) -> tuple[float, int] | None:
+        flags = [v for r in requests if isinstance(v := r.get("info", {}).get(key), bool)]
+        return (sum(flags) / len(flags), len(flags)) if flags else None
+
+    return reduce
+
+
+def series_rate(key: str) -> Reducer:
+    """Return a reducer: items per second over every request's ``series[key]`` of durations (seconds
+    each): the number of items divided by their summed duration."""
+
+    def reduce(requests: Sequence[Mapping[str, Any]]) -> tuple[float, int] | None:
+        durations = [
+            [v for x in r.get("series", {}).get(key, []) if (v := _number(x)) is not None] for r in requests
+        ]
+        used = [d for d in durations if d]
+        total = sum(sum(d) for d in used)
+        return (sum(len(d) for d in used) / total, len(used)) if total > 0 else None
+
+    return reduce
+
+
+def metric_count(metric: str) -> Reducer:
+    """Return a reducer: how many requests recorded ``metrics[metric]`` (None when none did)."""
+
+    def reduce(requests: Sequence[Mapping[str, Any]]) -> tuple[float, int] | None:
+        n = sum(1 for r in requests if metric in r.get("metrics", {}))
+        return (float(n), n) if n else None
+
+    return reduce
+
+
+def quality_figures(
+    requests: Sequence[Mapping[str, Any]], measures: Iterable[QualityMeasure]
+) -> dict[str, dict[str, Any]]:
+    """Return an application's quality figures, ``{name: {value, unit, count}}``, each computed by its
+    measure from the counted requests (finished normally, not warm-up); a figure that no counted
+    request records is left out."""
+    rows = counted(requests)
+    figures = {}
+    for measure in measures:
+        out = measure.reduce(rows)
+        if out is not None:
+            figures[measure.name] = {"value": out[0], "unit": measure.unit, "count": out[1]}
+    return figures

@@ -3,7 +3,7 @@
 ``ResultDocument`` is ``result.json``: the runner builds it (``benchmarks.runner.result``),
 ``write_bundle`` writes it, ``load_bundle`` reads it back (any schema version), the web stores it.
 Its ``failed_nodes()`` and ``problem()`` are the one decision of what failed in a run; ``slo_table``
-is the SLO table the CLI prints and the result page shows.
+and ``quality_table`` are the tables the CLI prints and the result page shows.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from benchmarks.spec.model import SLO, parse_slo
 from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
 # Version 2: an application's ``slo`` is a list of {metric, op, threshold_s} (version 1: strings such
-# as "ttft<=1.0s"). load_bundle and ResultDocument read version 1 too (see ``upgrade``).
-SCHEMA_VERSION = 2
+# as "ttft<=1.0s"). Version 3: each application has ``quality`` (its quality figures). load_bundle and
+# ResultDocument read versions 1 and 2 too (see ``upgrade``).
+SCHEMA_VERSION = 3
 
 
 class _Strict(BaseModel):
@@ -56,6 +57,14 @@ class MetricSummary(_Strict):
     p99: float | None = None
 
 
+class QualityFigure(_Strict):
+    """One quality figure of an application (docs/metrics.md): its value, unit and sample size."""
+
+    value: float
+    unit: str = Field(description="e.g. tokens/s; a 'fraction' is 0-1 and shown as a percentage")
+    count: int = Field(ge=0, description="how many counted requests (or streams) it is computed from")
+
+
 class ApplicationResult(_Strict):
     name: str = Field(description="the node name")
     unit: str
@@ -73,6 +82,9 @@ class ApplicationResult(_Strict):
     metrics: dict[str, MetricSummary]
     normalized_latency: dict[str, float]
     throughput_rps: float | None
+    quality: dict[str, QualityFigure] = Field(
+        default_factory=dict, description="the type's quality figures (empty before schema version 3)"
+    )
     requests: list[RequestResult]
 
 
@@ -150,7 +162,7 @@ class TelemetryResult(_Strict):
 class ResultDocument(_Strict):
     """``result.json``: what the runner returns, write_bundle writes and load_bundle reads."""
 
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     status: Literal[RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED]
     reason: str | None
     workflow: dict[str, Any]
@@ -194,12 +206,14 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     only), or ``data`` itself when it is not of an earlier version.
 
     Version 1 -> 2: each application's SLO strings ("ttft<=1.0s") become {metric, op, threshold_s}.
+    Version 2 -> 3: nothing to change (``quality`` was not recorded: it reads as empty).
     Raises ValueError for an SLO string that does not parse.
     """
-    if data.get("schema_version") != 1:
+    version = data.get("schema_version")
+    if version not in (1, 2):
         return data
     applications = data.get("applications")
-    if isinstance(applications, list):
+    if version == 1 and isinstance(applications, list):
         applications = [
             {**app, "slo": [slo_of_v1(s) for s in app.get("slo", [])]} if isinstance(app, dict) else app
             for app in applications
@@ -355,6 +369,48 @@ def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
                     normalized=app.normalized_latency.get(metric),
                     load_time_s=app.load_time_s,
                     throughput_rps=app.throughput_rps,
+                )
+            )
+    return rows
+
+
+def format_quality(figure: QualityFigure) -> str:
+    """Return a quality figure as shown in tables: a fraction as a percentage ("12.5 %"), anything
+    else with three significant digits and its unit ("41.2 tokens/s")."""
+    if figure.unit == "fraction":
+        return f"{figure.value:.1%}".replace("%", " %")
+    return f"{figure.value:.3g} {figure.unit}"
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """One row of the quality table: one figure of one application, formatted with its unit."""
+
+    application: str
+    type: str
+    first: bool
+    span: int
+    name: str
+    value: str
+    count: int
+
+
+def quality_table(applications: Iterable[ApplicationResult]) -> list[QualityRow]:
+    """Return the quality table of a result's ``applications`` (the CLI prints it, the result page
+    shows it): per application one row per quality figure, in the result's order; an application
+    without figures has no row."""
+    rows = []
+    for app in applications:
+        for i, (name, figure) in enumerate(app.quality.items()):
+            rows.append(
+                QualityRow(
+                    application=app.name,
+                    type=app.type,
+                    first=i == 0,
+                    span=len(app.quality),
+                    name=name,
+                    value=format_quality(figure),
+                    count=figure.count,
                 )
             )
     return rows

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.metrics import QualityMeasure
 from benchmarks.models import Format, check_model
 from benchmarks.spec.model import DATA_FILE, Application, AppOptions
 from benchmarks.status import RequestStatus
@@ -50,6 +51,8 @@ class AppType:
     # that does none (Sleep, Synthetic's CPU load) runs on the CPU where no GPU is visible, even with
     # ``device: gpu``: the original ConsumerBench's configs put Sleep units on the GPU.
     uses_gpu: Callable[[Application], bool] | None = None
+    # The quality figures the result summarises from this type's request records (docs/metrics.md).
+    quality: tuple[QualityMeasure, ...] = ()
 
 
 @dataclass

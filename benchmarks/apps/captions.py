@@ -48,6 +48,7 @@ from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
+from benchmarks.metrics import QualityMeasure, info_mean
 from benchmarks.models import resolve
 from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
 from benchmarks.status import RequestStatus
@@ -386,4 +387,9 @@ APP = AppType(
     description="A live audio stream cut into chunks at wall-clock pace, transcribed by Whisper "
     "(faster-whisper or transformers).",
     check=check,
+    quality=(
+        # Per stream (on its last chunk), only against a reference transcript with trained weights.
+        QualityMeasure("wer", "fraction", info_mean("wer")),
+        QualityMeasure("rtf", "s/s", info_mean("rtf")),
+    ),
 )

@@ -15,6 +15,7 @@ from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
 from benchmarks.apps.textgen import load_generator, model_formats
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
+from benchmarks.metrics import QualityMeasure, info_mean, series_rate
 from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, AppOptions
 
@@ -141,4 +142,10 @@ APP = AppType(
     needs_model=True,
     description="Streamed chat turns on a local LLM (llama.cpp GGUF or transformers); TTFT, TPOT, ITL.",
     check=check,
+    quality=(
+        QualityMeasure("tokens_in", "tokens/request", info_mean("tokens_in")),
+        QualityMeasure("tokens_out", "tokens/request", info_mean("tokens_out")),
+        # Decode rate: the tokens after the first over the time between them (the ITL series).
+        QualityMeasure("decode_rate", "tokens/s", series_rate("itl")),
+    ),
 )

@@ -21,6 +21,7 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_fiel
 from benchmarks.apps.runtime import setup_torch, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
+from benchmarks.metrics import QualityMeasure, metric_count, series_rate
 from benchmarks.models import ResolvedModel, resolve
 from benchmarks.models.random_image import build_random_pipeline
 from benchmarks.spec.model import DATA_FILE, AppOptions
@@ -252,4 +253,8 @@ APP = AppType(
     needs_model=True,
     description="Text-to-image with diffusers (SD 1.x/2.x/XL, SD 3.x); per-step time, VAE decode, image e2e.",
     check=check,
+    quality=(
+        QualityMeasure("images", "images", metric_count("image")),
+        QualityMeasure("steps_per_s", "steps/s", series_rate("step")),
+    ),
 )

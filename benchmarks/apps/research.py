@@ -25,6 +25,7 @@ from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field, unit_input
 from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
+from benchmarks.metrics import QualityMeasure, info_mean, info_share
 from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, AppOptions
 
@@ -378,4 +379,10 @@ APP = AppType(
     needs_model=True,
     description="An agent loop on a local LLM with offline search, read and calculator tools.",
     check=check,
+    quality=(
+        QualityMeasure("steps", "steps/request", info_mean("steps")),
+        QualityMeasure("tool_calls", "calls/request", info_mean("tool_calls")),
+        # Only questions that name expected words record expected_found.
+        QualityMeasure("found_rate", "fraction", info_share("expected_found")),
+    ),
 )

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchmarks import metrics
+from benchmarks.apps import app_type
 from benchmarks.monitor.run import RunMonitor
 from benchmarks.platform import fingerprint
 from benchmarks.results import SCHEMA_VERSION, ApplicationResult, NodeResult, RequestResult, ResultDocument
@@ -94,8 +95,8 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
 
 def application_result(state: NodeState) -> ApplicationResult:
     """Return a node's ``applications`` entry: its requests read back from its records file (bounded
-    by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, and their
-    figures."""
+    by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, their
+    figures and the quality figures its application type declares (``AppType.quality``)."""
     unit, slos = state.unit, state.unit.slo
     # One record at a time from the file into its typed form: the records are held once, not also
     # as the dicts they were read as (the metrics read the models' own field mappings, vars()).
@@ -104,7 +105,9 @@ def application_result(state: NodeState) -> ApplicationResult:
     ]
     for r in requests:
         r.slo_met = metrics.request_slo_met(vars(r), slos) if r.status is RequestStatus.OK else None
-    figures = metrics.application_metrics([vars(r) for r in requests], slos)
+    records = [vars(r) for r in requests]
+    figures = metrics.application_metrics(records, slos)
+    quality = metrics.quality_figures(records, app_type(unit).quality)
     return ApplicationResult.model_validate(
         {
             "name": state.name,
@@ -118,6 +121,7 @@ def application_result(state: NodeState) -> ApplicationResult:
             "load_time_s": _load_time(state),
             "requests_total": len(requests),
             **figures,
+            "quality": quality,
             "requests": requests,
         }
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from benchmarks.results import QualityFigure, format_quality
 from benchmarks.sweep.model import Sweep
 
 # Everything below this line of the Markdown is written by hand; ``--summarize`` keeps it.
@@ -120,8 +121,9 @@ def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
         )
     lines += [
         "",
-        "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo |",
-        "|---|---|---|---|---|---|",
+        "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo "
+        "| quality |",
+        "|---|---|---|---|---|---|---|",
     ]
     for scheduler, s in per.items():
         for app, a in s["apps"].items():
@@ -130,9 +132,14 @@ def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
                 for m, v in a["latency_s"].items()
             )
             slow = "; ".join(f"{m} x{v}" for m, v in a.get("slowdown_vs_solo", {}).items())
+            quality = "; ".join(
+                f"{q} {format_quality(QualityFigure.model_validate(v))}"
+                for q, v in a.get("quality", {}).items()
+            )
             lines.append(
                 f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])}"
-                f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} |"
+                f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} "
+                f"| {quality} |"
             )
     return lines
 
@@ -153,7 +160,7 @@ def render_markdown(
         "defined in docs/metrics.md, SM activity here is the mean while the run serves requests (first",
         "counted request's start to the last one's end; the whole run, model loading included, in",
         "parentheses). Several runs: means of the runs' figures, each run's in parentheses; an",
-        "application's attainment and latencies pool the requests of all runs.",
+        "application's attainment, latencies and quality figures pool the requests of all runs.",
         *_sweep_section(sweep, summary)[1:],
     ]
     for name, per in summary["workflows"].items():

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics import application_metrics
+from benchmarks.apps import resolve_type
+from benchmarks.metrics import application_metrics, quality_figures
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
@@ -26,10 +27,13 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Return one application's figures over its runs: requests pooled, attainment of each run beside."""
+    """Return one application's figures over its runs: requests pooled (latencies and quality figures),
+    attainment of each run beside."""
     first = runs[0]
     slos = [SLO.model_validate(s) for s in first["slo"]]
-    pooled = application_metrics([r for app in runs for r in app["requests"]], slos)
+    requests = [r for app in runs for r in app["requests"]]
+    pooled = application_metrics(requests, slos)
+    app_type = resolve_type(first["type"])
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
         for m, s in pooled["metrics"].items()
@@ -42,6 +46,8 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
         "slo_attainment_runs": [app["slo_attainment"] for app in runs],
         "requests": pooled["requests_counted"],
         "latency_s": latency,
+        # Pooled like the latencies (bundles written before results had quality figures get them too).
+        "quality": quality_figures(requests, app_type.quality) if app_type else {},
     }
     if solo is not None:
         out["solo_attainment"] = solo["slo_attainment"]

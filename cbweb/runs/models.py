@@ -120,6 +120,9 @@ class ApplicationResult(models.Model):
     throughput_rps = models.FloatField(null=True)
     metrics = models.JSONField(default=dict, help_text="per-metric summaries from benchmarks.metrics")
     normalized_latency = models.JSONField(default=dict)
+    quality = models.JSONField(
+        default=dict, help_text="{figure: {value, unit, count}} (benchmarks.results.QualityFigure)"
+    )
     loaded = models.JSONField(default=dict)
 
     class Meta:

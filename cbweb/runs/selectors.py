@@ -20,7 +20,7 @@ from django.shortcuts import get_object_or_404
 from benchmarks import metrics
 from benchmarks.monitor.base import is_core_entity
 from benchmarks.results import ApplicationResult as EngineApplicationResult
-from benchmarks.results import SloRow, shown_metrics, slo_table
+from benchmarks.results import QualityRow, SloRow, quality_table, shown_metrics, slo_table
 from benchmarks.status import RequestStatus
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
 from cbweb.runs.telemetry import decode, lttb
@@ -81,6 +81,27 @@ def slo_rows(*, run: Run) -> list[SloRow]:
     """Return the per-application SLO table (the engine's ``slo_table`` over the stored results):
     attainment, p50/p90/p99 per SLO metric, normalised latency."""
     return slo_table(_engine_application(app) for app in run_applications(run=run))
+
+
+def quality_rows(*, run: Run) -> list[QualityRow]:
+    """Return the per-application quality table (the engine's ``quality_table`` over the stored
+    results): one row per figure, formatted with its unit; none for runs stored before schema 3."""
+    return quality_table(_engine_application(app) for app in run_applications(run=run))
+
+
+def _quality_ci(results: list[ApplicationResult]) -> list[dict[str, Any]]:
+    """Return each quality figure of an application over a group's runs: name, unit, mean and 95 % CI
+    of the runs' values (``pct`` for a fraction, shown as a percentage)."""
+    units: dict[str, str] = {}
+    values: dict[str, list[float]] = defaultdict(list)
+    for app in results:
+        for name, figure in _engine_application(app).quality.items():
+            units.setdefault(name, figure.unit)
+            values[name].append(figure.value)
+    return [
+        {"name": name, "unit": unit, "pct": unit == "fraction", "value": _ci(values[name])}
+        for name, unit in units.items()
+    ]
 
 
 def _downsample(t: np.ndarray, v: np.ndarray, points: int) -> tuple[list[float], list[float]]:
@@ -378,6 +399,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
                         if a.metrics.get(metric, {}).get("p99") is not None
                     ]
                 ),
+                "quality": _quality_ci(results),
                 "cdf": _cdf(
                     [
                         float(r.metrics[metric])

@@ -275,6 +275,7 @@ def summary_of(document: ResultDocument) -> dict[str, Any]:
                 "type": a.type,
                 "slo_attainment": a.slo_attainment,
                 "slo": [str(s) for s in a.slo],
+                "quality": {k: q.model_dump() for k, q in a.quality.items()},
             }
             for a in document.applications
         ],

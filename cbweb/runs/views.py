@@ -73,6 +73,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context.update(
             {
                 "slo_rows": selectors.slo_rows(run=run),
+                "quality_rows": selectors.quality_rows(run=run),
                 "charts": selectors.run_charts(run=run),
                 "files": selectors.run_bundle_files(run=run),
                 "nodes": selectors.run_nodes(run=run),

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.results import load_bundle
+from benchmarks.cli import summary_table
+from benchmarks.results import QualityFigure, ResultDocument, load_bundle
 from tests.benchmarks.test_engine_isolation import run_without
 
 ROOT = Path(__file__).parents[2]
@@ -59,6 +60,7 @@ def test_run_writes_a_bundle_that_matches_the_documented_schema(tmp_path: Path) 
     out = cli("run", "examples/sleep.yml", "--out", str(tmp_path / "b"))
     assert out.returncode == 0, out.stderr
     assert "first_sleep" in out.stdout and "run completed" in out.stdout
+    assert "quality" not in out.stdout  # Sleep has no quality figures: no empty table either
     doc = load_bundle(tmp_path / "b")
     assert [n.status for n in doc.nodes] == ["succeeded", "succeeded"]
     assert doc.workflow["name"] == "sleep"
@@ -196,3 +198,18 @@ def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
     lines = out.getvalue().splitlines()
     assert "cap   succeeded 3 chunks" in lines[0]
     assert "chat  loading   1/4 requests" in lines[1]
+
+
+def test_the_summary_prints_a_quality_table_under_the_slo_table() -> None:
+    doc = ResultDocument.model_validate_json((ROOT / "tests/benchmarks/fixtures/result-v1.json").read_text())
+    chat = doc.applications[0]
+    chat.quality = {
+        "tokens_out": QualityFigure(value=31.25, unit="tokens/request", count=4),
+        "decode_rate": QualityFigure(value=41.234, unit="tokens/s", count=4),
+    }
+    lines = summary_table(doc).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("node") and "quality" in line)
+    assert lines[start].split() == ["node", "quality", "value", "of"]
+    assert lines[start + 2].split() == [chat.name, "tokens_out", "31.2", "tokens/request", "4"]
+    assert lines[start + 3].split() == ["decode_rate", "41.2", "tokens/s", "4"]
+    assert lines[start + 4] == "" and lines[-1].startswith("run ")

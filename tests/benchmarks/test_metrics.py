@@ -100,3 +100,56 @@ def test_confidence_interval_takes_t_for_n_minus_1_degrees_of_freedom_and_1_96_b
 def test_confidence_interval_of_no_values_is_refused() -> None:
     with pytest.raises(ValueError, match="mean of no values"):
         metrics.mean_ci95([])
+
+
+def record(*, status: str = "ok", warmup: bool = False, **parts: dict) -> dict:
+    """A request record as the runner reads it back: status, warm-up flag, metrics/info/series."""
+    return {"status": status, "warmup": warmup, "metrics": {}, "info": {}, "series": {}, **parts}
+
+
+def test_quality_figures_read_only_counted_requests_and_leave_out_what_none_records() -> None:
+    measures = (
+        metrics.QualityMeasure("tokens", "tokens/request", metrics.info_mean("tokens")),
+        metrics.QualityMeasure("missing", "tokens/request", metrics.info_mean("nobody_records_this")),
+    )
+    requests = [
+        record(info={"tokens": 10}),
+        record(info={"tokens": 20}),
+        record(info={"tokens": 1000}, warmup=True),
+        record(info={"tokens": 1000}, status="error"),
+        record(info={"tokens": 1000}, status="interrupted"),
+    ]
+    assert metrics.quality_figures(requests, measures) == {
+        "tokens": {"value": 15.0, "unit": "tokens/request", "count": 2}
+    }
+    assert metrics.quality_figures([], measures) == {}
+
+
+def test_info_mean_skips_what_is_not_a_finite_number() -> None:
+    reduce = metrics.info_mean("wer")
+    rows = [record(info={"wer": w}) for w in (0.25, True, "0.5", float("nan"), float("inf"), None, 0.75)]
+    assert reduce([*rows, record()]) == (0.5, 2)
+    assert reduce([record(info={"wer": "high"})]) is None
+
+
+def test_info_share_is_the_fraction_of_true_flags_among_the_requests_that_record_one() -> None:
+    reduce = metrics.info_share("found")
+    rows = [record(info={"found": f}) for f in (True, False, False, True)]
+    assert reduce([*rows, record(), record(info={"found": 1})]) == (0.5, 4)
+    assert reduce([record()]) is None
+
+
+def test_series_rate_is_items_over_their_summed_duration_not_a_mean_of_rates() -> None:
+    reduce = metrics.series_rate("itl")
+    # 4 tokens in 0.4 s and 1 token in 0.6 s: 5 tokens per second (a mean of rates would say 7.5).
+    rows = [record(series={"itl": [0.1, 0.1, 0.1, 0.1]}), record(series={"itl": [0.6]}), record()]
+    value, count = reduce(rows) or (0.0, 0)
+    assert value == pytest.approx(5.0) and count == 2
+    assert reduce([record(series={"itl": []})]) is None
+    assert reduce([record(series={"itl": [0.0, 0.0]})]) is None
+
+
+def test_metric_count_counts_the_requests_that_recorded_the_metric() -> None:
+    reduce = metrics.metric_count("image")
+    assert reduce([record(metrics={"image": 1.5}), record(metrics={"image": 2.0}), record()]) == (2.0, 2)
+    assert reduce([record()]) is None

@@ -13,9 +13,13 @@ from pydantic import ValidationError
 from benchmarks.results import (
     SCHEMA_VERSION,
     ApplicationResult,
+    QualityFigure,
+    QualityRow,
     ResultDocument,
     SloRow,
+    format_quality,
     load_bundle,
+    quality_table,
     shown_metrics,
     slo_table,
     write_bundle,
@@ -106,7 +110,7 @@ def test_an_slo_is_matched_to_its_own_metric_not_one_that_shares_a_prefix() -> N
 def test_a_schema_1_bundle_is_read_with_its_slo_strings_as_structures(tmp_path: Path) -> None:
     shutil.copy(V1_BUNDLE, tmp_path / "result.json")
     doc = load_bundle(tmp_path)
-    assert doc.schema_version == SCHEMA_VERSION == 2
+    assert doc.schema_version == SCHEMA_VERSION == 3
     chat, nap = doc.applications
     assert chat.slo == [
         SLO(metric="e2e", op="<=", threshold_s=1.0),
@@ -119,6 +123,18 @@ def test_a_schema_1_bundle_is_read_with_its_slo_strings_as_structures(tmp_path: 
     assert chat.requests_met == raw["applications"][0]["requests_met"]
 
 
+def test_a_schema_2_bundle_is_read_with_no_quality_figures(tmp_path: Path) -> None:
+    raw = ResultDocument.model_validate(json.loads(V1_BUNDLE.read_text())).model_dump(
+        mode="json", exclude_unset=True
+    )
+    assert all("quality" not in app for app in raw["applications"])
+    (tmp_path / "result.json").write_text(json.dumps({**raw, "schema_version": 2}))
+    doc = load_bundle(tmp_path)
+    assert doc.schema_version == 3
+    assert [a.quality for a in doc.applications] == [{}, {}]
+    assert quality_table(doc.applications) == []
+
+
 def test_a_schema_1_bundle_with_a_malformed_slo_is_refused_with_the_slo_named(tmp_path: Path) -> None:
     raw = json.loads(V1_BUNDLE.read_text())
     raw["applications"][0]["slo"] = ["ttft about 1s"]
@@ -129,7 +145,7 @@ def test_a_schema_1_bundle_with_a_malformed_slo_is_refused_with_the_slo_named(tm
 
 def test_an_unknown_schema_version_is_refused() -> None:
     raw = json.loads(V1_BUNDLE.read_text())
-    raw["schema_version"] = 3
+    raw["schema_version"] = 4
     with pytest.raises(ValidationError, match="schema_version"):
         ResultDocument.model_validate(raw)
 
@@ -138,7 +154,7 @@ def test_write_bundle_writes_slos_as_metric_op_and_threshold_and_reads_back_equa
     doc = ResultDocument.model_validate(json.loads(V1_BUNDLE.read_text()))
     write_bundle(doc, tmp_path / "b")
     written = json.loads((tmp_path / "b" / "result.json").read_text())
-    assert written["schema_version"] == 2
+    assert written["schema_version"] == 3
     assert written["applications"][0]["slo"] == [
         {"metric": "e2e", "op": "<=", "threshold_s": 1.0},
         {"metric": "step", "op": "<", "threshold_s": 0.25},
@@ -205,3 +221,51 @@ def test_a_result_holds_only_ended_statuses_of_the_run_and_its_nodes() -> None:
     with pytest.raises(ValidationError, match="status"):
         _document(RunStatus.RUNNING, a="succeeded")
     assert _document(a="stopped").nodes[0].status is NodeStatus.STOPPED
+
+
+def test_the_quality_table_has_one_row_per_figure_formatted_with_its_unit() -> None:
+    chat = application(
+        "chat",
+        [],
+        {},
+        quality={
+            "tokens_out": {"value": 31.25, "unit": "tokens/request", "count": 4},
+            "decode_rate": {"value": 412.345, "unit": "tokens/s", "count": 4},
+        },
+    )
+    captions = application(
+        "cap",
+        [],
+        {},
+        type="LiveCaptions",
+        quality={"wer": QualityFigure(value=0.125, unit="fraction", count=2)},
+    )
+    bare = application("nap", [], {}, type="Sleep")
+    rows = quality_table([chat, bare, captions])
+    assert rows == [
+        QualityRow("chat", "Chatbot", True, 2, "tokens_out", "31.2 tokens/request", 4),
+        QualityRow("chat", "Chatbot", False, 2, "decode_rate", "412 tokens/s", 4),
+        QualityRow("cap", "LiveCaptions", True, 1, "wer", "12.5 %", 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "shown"),
+    [
+        (0.0, "fraction", "0.0 %"),
+        (1.5, "fraction", "150.0 %"),
+        (0.01234, "s/s", "0.0123 s/s"),
+        (8, "images", "8 images"),
+    ],
+)
+def test_a_quality_figure_is_shown_with_its_unit_and_a_fraction_as_a_percentage(
+    value: float, unit: str, shown: str
+) -> None:
+    assert format_quality(QualityFigure(value=value, unit=unit, count=1)) == shown
+
+
+def test_a_quality_figure_needs_a_number_a_unit_and_a_count() -> None:
+    with pytest.raises(ValidationError, match="count"):
+        QualityFigure.model_validate({"value": 1.0, "unit": "images", "count": -1})
+    with pytest.raises(ValidationError, match="unit"):
+        QualityFigure.model_validate({"value": 1.0, "count": 1})

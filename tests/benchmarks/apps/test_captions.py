@@ -7,8 +7,11 @@ import math
 
 import pytest
 
-from benchmarks.apps.captions import Word, agreed_prefix, check, normalize, word_error_rate
+from benchmarks.apps.base import RequestRecord
+from benchmarks.apps.captions import APP, Word, agreed_prefix, check, normalize, word_error_rate
 from benchmarks.data import DATA_DIR
+from benchmarks.metrics import quality_figures
+from benchmarks.status import RequestStatus
 
 CAPTIONS = """
 captions:
@@ -194,3 +197,35 @@ def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_repor
         "model 'whisper-large-v3-turbo@random' is full size and far too slow on a CPU; use device: gpu, "
         "or whisper-tiny@random"
     ]
+
+
+def test_quality_is_the_mean_wer_of_the_streams_and_the_mean_rtf_of_the_chunks():
+    def chunk(
+        index: int,
+        stream: int,
+        rtf: float,
+        wer: float | None = None,
+        warmup: bool = False,
+        status: RequestStatus = RequestStatus.OK,
+    ) -> dict:
+        record = RequestRecord(index=index, arrival=0.0, warmup=warmup, status=status)
+        record.info.update(rtf=rtf, stream=stream, chunk=index, text="")
+        if wer is not None:
+            record.info.update(transcript="...", wer=wer)
+        return record.to_event()
+
+    records = [
+        chunk(0, 0, 0.5, warmup=True),
+        chunk(1, 0, 0.5, wer=0.9, warmup=True),
+        chunk(2, 1, 0.1),
+        chunk(3, 1, 0.3, wer=0.2),
+        chunk(4, 2, 0.2, wer=0.1),
+        chunk(5, 3, 0.2, status=RequestStatus.INTERRUPTED),
+    ]
+    figures = quality_figures(records, APP.quality)
+    assert figures == {
+        "wer": {"value": pytest.approx(0.15), "unit": "fraction", "count": 2},
+        "rtf": {"value": pytest.approx(0.2), "unit": "s/s", "count": 3},
+    }
+    # Without a reference transcript (or with random weights) no stream records a WER: no figure.
+    assert set(quality_figures([chunk(0, 0, 0.4)], APP.quality)) == {"rtf"}

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.apps.chatbot import check, load_prompts
+from benchmarks.apps.base import RequestRecord
+from benchmarks.apps.chatbot import APP, check, load_prompts
 from benchmarks.apps.datasets import Input
+from benchmarks.metrics import quality_figures
 from benchmarks.models import resolve
 
 CHAT = """
@@ -145,3 +147,22 @@ def test_the_full_size_random_llamas_are_refused_on_a_cpu(make_unit, tmp_path):
         "model 'llama-3.2-3b@random' is full size and far too slow on a CPU; use device: gpu, "
         "or llama-tiny@random"
     ]
+
+
+def test_quality_is_the_mean_token_counts_and_the_decode_rate_over_every_decoded_token():
+    def turn(index: int, tokens_in: int, itl: list[float], warmup: bool = False) -> dict:
+        record = RequestRecord(index=index, arrival=0.0, warmup=warmup, series={"itl": itl})
+        record.info.update(tokens_in=tokens_in, tokens_out=len(itl) + 1, finish_reason="length", reply="...")
+        return record.to_event()
+
+    records = [turn(0, 999, [9.0], warmup=True), turn(1, 30, [0.1, 0.1, 0.1]), turn(2, 50, [0.2])]
+    assert quality_figures(records, APP.quality) == {
+        "tokens_in": {"value": 40.0, "unit": "tokens/request", "count": 2},
+        "tokens_out": {"value": 3.0, "unit": "tokens/request", "count": 2},
+        "decode_rate": {"value": pytest.approx(4 / 0.5), "unit": "tokens/s", "count": 2},
+    }
+    # A reply of one token has no decode time: it counts for the token means, not the rate.
+    assert quality_figures([turn(0, 10, [])], APP.quality) == {
+        "tokens_in": {"value": 10.0, "unit": "tokens/request", "count": 1},
+        "tokens_out": {"value": 1.0, "unit": "tokens/request", "count": 1},
+    }

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.apps.base import RequestRecord
+from benchmarks.apps.imagegen import APP
+from benchmarks.metrics import quality_figures
 from benchmarks.models import check_model
+from benchmarks.status import RequestStatus
 
 IMAGEGEN = """
 images:
@@ -80,3 +84,26 @@ def test_image_sizes_must_be_multiples_of_8(make_unit):
 
     with pytest.raises(WorkflowValidationError, match="multiple of 8"):
         make_unit(IMAGEGEN.format(model="sd-tiny@random").replace("height: 64", "height: 60"))
+
+
+def test_quality_counts_the_images_produced_and_the_denoising_steps_per_second():
+    def image(
+        index: int, steps: list[float], warmup: bool = False, status: RequestStatus = RequestStatus.OK
+    ) -> dict:
+        record = RequestRecord(index=index, arrival=0.0, series={"step": steps}, warmup=warmup, status=status)
+        if record.status is RequestStatus.OK:
+            record.metrics.update(step=sum(steps) / len(steps), image=sum(steps) + 0.5)
+        record.info.update(steps=len(steps), seed=index)
+        return record.to_event()
+
+    records = [
+        image(0, [1.0, 1.0], warmup=True),
+        image(1, [0.1, 0.1, 0.2]),
+        image(2, [0.2, 0.2, 0.2]),
+        image(3, [0.5], status=RequestStatus.ERROR),
+    ]
+    assert quality_figures(records, APP.quality) == {
+        "images": {"value": 2.0, "unit": "images", "count": 2},
+        "steps_per_s": {"value": pytest.approx(6 / 1.0), "unit": "steps/s", "count": 2},
+    }
+    assert quality_figures([], APP.quality) == {}

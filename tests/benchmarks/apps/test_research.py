@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from benchmarks.apps.datasets import Input
-from benchmarks.apps.research import Library, action_grammar, calculate, check
+from benchmarks.apps.research import APP, Library, action_grammar, calculate, check
 from benchmarks.data import DATA_DIR
+from benchmarks.metrics import quality_figures
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
 
@@ -42,6 +43,31 @@ def test_the_agent_calls_a_tool_and_answers(run_driver, tmp_path):
     assert info["tokens_in"] > info["tokens_out"] > 0
     assert run.gate.steps["prefill"] == info["llm_calls"]
     assert record["metrics"]["e2e"] > 0
+
+
+@pytest.mark.models
+def test_the_quality_figures_summarise_steps_tool_calls_and_the_found_rate(run_driver, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {"question": "How many planets does the solar system have?", "expected": ["planet"]},
+        {"question": "What is 12 times 7?", "expected": ["no model says this: xq-17"]},
+        {"question": "Name a moon of Jupiter."},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = run_driver(RESEARCH.replace("num_requests: 1", "num_requests: 3") + f"  questions: {questions}\n")
+    infos = [r["info"] for r in run.records]
+    quality = quality_figures(run.records, APP.quality)
+    assert set(quality) == {"steps", "tool_calls", "found_rate"}
+    assert quality["steps"] == {
+        "value": pytest.approx(sum(i["steps"] for i in infos) / 3),
+        "unit": "steps/request",
+        "count": 3,
+    }
+    assert quality["tool_calls"]["value"] == pytest.approx(sum(i["tool_calls"] for i in infos) / 3)
+    assert quality["tool_calls"]["value"] >= 1
+    # Only the two questions that name expected words count; the made-up word is never found.
+    assert "expected_found" not in infos[2] and infos[1]["expected_found"] is False
+    assert quality["found_rate"] == {"value": infos[0]["expected_found"] / 2, "unit": "fraction", "count": 2}
 
 
 @pytest.mark.models

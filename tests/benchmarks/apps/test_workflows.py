@@ -41,6 +41,20 @@ def test_chatbot_captions_and_imagegen_run_at_once_on_one_timeline(tmp_path):
     assert max(s for s, _ in spans.values()) < min(e for _, e in spans.values())
     assert len(list((tmp_path / "artifacts" / "imagegen").glob("image-*.png"))) == 8
     assert no_children_left()
+    # Each application's quality figures, summarised from its requests by the result builder.
+    chat, captions, image = apps["Chatbot"].quality, apps["LiveCaptions"].quality, apps["ImageGen"].quality
+    assert set(chat) == {"tokens_in", "tokens_out", "decode_rate"}
+    assert chat["tokens_out"].value == pytest.approx(
+        sum(r.info["tokens_out"] for r in apps["Chatbot"].requests) / 8
+    )
+    assert 0 < chat["tokens_out"].value <= 48 and chat["decode_rate"].unit == "tokens/s"
+    itl = [x for r in apps["Chatbot"].requests for x in r.series["itl"]]
+    assert chat["decode_rate"].value == pytest.approx(len(itl) / sum(itl))
+    assert (captions["wer"].count, captions["wer"].unit) == (3, "fraction") and captions["wer"].value <= 0.35
+    assert captions["rtf"].count == len(apps["LiveCaptions"].requests) and captions["rtf"].value > 0
+    assert (image["images"].value, image["images"].count) == (8, 8)
+    steps = [x for r in apps["ImageGen"].requests for x in r.series["step"]]
+    assert len(steps) == 80 and image["steps_per_s"].value == pytest.approx(80 / sum(steps))
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -22,9 +22,17 @@ def h200(repeats: int = 1, smoke: bool = False) -> Sweep:
     return sweep
 
 
-def record(state: State, step: Step, ttfts: list[float], error: str | None = None, gpm: bool = True) -> None:
-    """Record a finished run whose chat made one request per TTFT (SLO 0.5 s), 1 s apart, from t = 2 s on;
-    its GPM telemetry reads 0 % before t = 2 s (loading) and 80 % after."""
+def record(
+    state: State,
+    step: Step,
+    ttfts: list[float],
+    error: str | None = None,
+    gpm: bool = True,
+    tokens_out: int | None = None,
+) -> None:
+    """Record a finished run whose chat made one request per TTFT (SLO 0.5 s), 1 s apart, from t = 2 s on,
+    each of ``tokens_out`` tokens when given; its GPM telemetry reads 0 % before t = 2 s (loading) and
+    80 % after."""
     requests = [
         {
             "index": i,
@@ -35,7 +43,7 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
             "end": 2.5 + i,
             "slo_met": ttft <= 0.5,
             "metrics": {"ttft": ttft},
-            "info": {},
+            "info": {} if tokens_out is None else {"tokens_out": tokens_out},
             "series": {},
             "error": None,
         }

@@ -46,6 +46,19 @@ def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_s
     assert summary["workflows"]["content-creation"]["greedy"]["runs"] == 0
 
 
+def test_an_applications_quality_figures_pool_the_requests_of_its_runs(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    # Greedy misses at L0 (the knee), so the tables are at L0.
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9, 0.9], tokens_out=10)
+    record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1], tokens_out=50)
+    record(state, Step("mix", "mix", "L0", "credit"), [0.1])
+    summary = summarize(sweep, state)
+    greedy, credit = (summary["workflows"]["mix"][s]["apps"]["chat"] for s in ("greedy", "credit"))
+    # Per request, not a mean of the runs' means (which would say 30).
+    assert greedy["quality"] == {"tokens_out": {"value": 20.0, "unit": "tokens/request", "count": 4}}
+    assert credit["quality"] == {}
+
+
 def test_the_walks_rows_and_break_levels_with_each_application_alone_above_the_knee(tmp_path):
     sweep, state = h200(), State(tmp_path)
     attained(state, Step("mix", "sweep", "L0", "greedy"), 1.0)

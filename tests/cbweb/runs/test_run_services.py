@@ -198,7 +198,7 @@ def test_finish_stores_nodes_applications_requests_and_summary(
     assert run.summary["mean_attainment"] == 1.0
     # The API's summary shows SLOs as text, as it always has; the result holds them structured.
     assert run.summary["applications"] == [
-        {"name": "first", "type": "Sleep", "slo_attainment": 1.0, "slo": ["e2e<=1.0s"]}
+        {"name": "first", "type": "Sleep", "slo_attainment": 1.0, "slo": ["e2e<=1.0s"], "quality": {}}
     ]
     assert NodeResult.objects.get(run=run).status == "succeeded"
     app = ApplicationResult.objects.get(run=run)

@@ -167,3 +167,49 @@ def test_images_in_the_bundle_are_shown_on_the_result_page(finished_run: Run) ->
     assert f'<img src="/runs/{finished_run.pk}/files/artifacts/chat/image-0.png"' in html
     response = Client().get(f"/runs/{finished_run.pk}/files/artifacts/chat/image-0.png")
     assert response["Content-Type"] == "image/png"
+
+
+CHAT_YAML = """\
+chat:
+  type: Chatbot
+  model: smollm2-135m
+  device: cpu
+  num_requests: 2
+  max_tokens: 8
+  temperature: 0
+"""
+
+
+@pytest.fixture
+def chat_runs(alice: Any, make_workflow: Any, make_run: Any) -> list[Run]:
+    """Two repetitions of a real chat run on the packaged SmolLM2 (one launch, so one compare column)."""
+    runs = make_run(make_workflow(alice, name="chat", yaml_text=CHAT_YAML), alice, repeats=2)
+    for run in runs:
+        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    return [Run.objects.get(pk=r.pk) for r in runs]
+
+
+@pytest.mark.models
+def test_the_result_and_compare_pages_show_each_applications_quality_figures(chat_runs: list[Run]) -> None:
+    first = chat_runs[0]
+    quality = first.application_results.get(name="chat").quality
+    assert set(quality) == {"tokens_in", "tokens_out", "decode_rate"} and quality["tokens_out"]["count"] == 2
+    assert first.result["applications"][0]["quality"] == quality
+    assert first.summary["applications"][0]["quality"] == quality
+    html = Client().get(f"/runs/{first.pk}/").content.decode()
+    table = html[html.index('id="quality-table"') : html.index("</table>", html.index('id="quality-table"'))]
+    rate = quality["decode_rate"]["value"]
+    assert "<td>decode_rate</td>" in table and f"<td>{rate:.3g} tokens/s</td>" in table
+    assert f"<td>{quality['tokens_out']['value']:.3g} tokens/request</td>" in table
+    response = Client().get("/runs/compare/", {"runs": [r.pk for r in chat_runs]})
+    (column,) = response.context["compare"]["columns"]
+    figures = {q["name"]: q for q in column["applications"]["chat"]["quality"]}
+    rates = [r.application_results.get(name="chat").quality["decode_rate"]["value"] for r in chat_runs]
+    assert figures["decode_rate"]["value"]["mean"] == pytest.approx(sum(rates) / 2)
+    assert figures["decode_rate"]["value"]["n"] == 2 and figures["decode_rate"]["unit"] == "tokens/s"
+    assert 'class="quality">decode_rate' in response.content.decode()
+
+
+def test_a_run_without_quality_figures_shows_no_quality_table(finished_run: Run) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert 'id="slo-table"' in html and 'id="quality-table"' not in html
