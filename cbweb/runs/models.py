@@ -43,6 +43,9 @@ class Run(models.Model):
         Platform, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
     scheduler = models.CharField(max_length=50)
+    scheduler_params = models.JSONField(
+        default=dict, blank=True, help_text="the scheduler's effective parameters (defaults filled in)"
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
     # Repetitions launched together share a batch; the compare page shows their mean and 95 % CI.
