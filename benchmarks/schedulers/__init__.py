@@ -102,6 +102,15 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def scheduler_label(name: str, params: Mapping[str, Any]) -> str:
+    """Return a scheduler with the parameters that differ from its defaults, e.g.
+    ``credit (pressure_threshold=0.4)``, or the bare name (also for an unknown scheduler's)."""
+    cls = SCHEDULERS.get(name)
+    defaults = cls.Params().model_dump(mode="json") if cls else {}
+    changed = [f"{k}={v}" for k, v in params.items() if k not in defaults or defaults[k] != v]
+    return f"{name} ({', '.join(changed)})" if changed else name
+
+
 def scheduler_class(name: str) -> type[Scheduler]:
     """Return the registered scheduler class ``name``; raise SchedulerError naming the known ones."""
     try:
@@ -152,5 +161,6 @@ __all__ = [
     "param_problems",
     "scheduler_class",
     "scheduler_for",
+    "scheduler_label",
     "scheduler_params",
 ]

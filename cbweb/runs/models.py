@@ -12,6 +12,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
 from cbweb.platforms.models import Platform
@@ -88,6 +89,11 @@ class Run(models.Model):
     @property
     def workflow_label(self) -> str:
         return f"{self.workflow_name} v{self.version_number}"
+
+    @property
+    def scheduler_label(self) -> str:
+        """The scheduler with the parameters it ran with that differ from its defaults."""
+        return scheduler_label(self.scheduler, self.scheduler_params or {})
 
 
 class NodeResult(models.Model):

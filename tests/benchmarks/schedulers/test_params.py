@@ -12,6 +12,7 @@ from benchmarks.schedulers import (
     get_scheduler,
     param_problems,
     scheduler_for,
+    scheduler_label,
 )
 from benchmarks.schedulers.credit import CreditScheduler
 from benchmarks.schedulers.credit_mps import CreditMpsScheduler
@@ -84,3 +85,13 @@ def test_the_workflow_parameters_apply_to_its_own_scheduler_and_overrides_win() 
     assert effective_choice(wf, "greedy") == ("greedy", {})
     with pytest.raises(SchedulerParamError, match="pressure_threshold"):
         scheduler_for(wf, "greedy", {"pressure_threshold": 0.3})
+
+
+def test_a_label_names_the_parameters_that_differ_from_the_defaults() -> None:
+    defaults = get_scheduler("credit").describe()["params"]
+    assert scheduler_label("credit", defaults) == "credit"
+    assert (
+        scheduler_label("credit", {**defaults, "pressure_threshold": 0.4})
+        == "credit (pressure_threshold=0.4)"
+    )
+    assert scheduler_label("greedy", {}) == "greedy"
