@@ -197,8 +197,7 @@ class CreditScheduler(Scheduler):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "params": self.params.to_dict(),
+            **super().describe(),
             "apps": self.snapshot(),
             "pressure_trace": [{"t": t, "node": n, "pressure": p} for t, n, p in self._trace],
         }

@@ -108,10 +108,6 @@ class CreditParams(SchedulerParams):
         1e-3, gt=0, le=1, description="longest sleep between two looks at the table (the wake-up delay)"
     )
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the parameters as a plain dict (recorded in the result bundle)."""
-        return self.model_dump(mode="json")
-
 
 class CreditTable:
     """Typed access to the flat float64 table: ``slots`` slots of ``FIELDS`` fields each."""
