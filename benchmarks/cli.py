@@ -29,7 +29,7 @@ from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
 from benchmarks.results import ResultDocument, default_out_dir, quality_table, slo_table, write_bundle
 from benchmarks.runner import PreflightError, machine_problems, run_workflow
-from benchmarks.schedulers import SCHEDULERS, SchedulerError
+from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
 from benchmarks.spec.model import SpecError, Workflow, WorkflowValidationError
 from benchmarks.status import JobStatus, NodeStatus
@@ -66,6 +66,37 @@ def files_policy(args: argparse.Namespace) -> FilePolicy:
     return policy_from_env() if args.restrict_files else UNRESTRICTED
 
 
+def scheduler_param(text: str) -> tuple[str, str]:
+    """Parse one ``--scheduler-param NAME=VALUE`` (the value is checked by the scheduler's Params)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, e.g. pressure_threshold=0.4, not {text!r}")
+    return name.strip(), value.strip()
+
+
+SCHEDULER_PARAM_ARGS = ("--scheduler-param",)
+SCHEDULER_PARAM_OPTIONS: dict[str, Any] = {
+    "type": scheduler_param,
+    "action": "append",
+    "default": [],
+    "metavar": "NAME=VALUE",
+    "help": "a parameter of the scheduler, e.g. pressure_threshold=0.4 (repeatable; docs/schedulers.md)",
+}
+
+
+def scheduler_choice(workflow: Workflow, args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+    """Return the run's scheduler and effective parameters from the workflow, ``--scheduler`` and
+    ``--scheduler-param``; print what is wrong and return None when a parameter is bad."""
+    try:
+        return effective_choice(workflow, args.scheduler, dict(args.scheduler_param))
+    except SchedulerParamError as exc:
+        for param, message in exc.problems:
+            print(f"error: --scheduler-param {param} ({exc.scheduler}): {message}", file=sys.stderr)
+    except SchedulerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with the engine's commands and every plugged-in command."""
     parser = argparse.ArgumentParser(prog="consumerbench", description=__doc__.splitlines()[0])
@@ -74,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a workflow on this machine and write a result bundle")
     run.add_argument("file", type=Path)
     run.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
+    run.add_argument(*SCHEDULER_PARAM_ARGS, **SCHEDULER_PARAM_OPTIONS)
     run.add_argument("--out", type=Path, help="bundle directory (default results/<workflow>-<time>/)")
     run.add_argument(
         "--overwrite",
@@ -107,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", default=os.environ.get("CB_API_TOKEN"), help="API token (env CB_API_TOKEN)"
     )
     submit.add_argument("--name", help="workflow name on the server (default: the file name)")
-    submit.add_argument("--scheduler", choices=sorted(SCHEDULERS))
+    submit.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
+    submit.add_argument(*SCHEDULER_PARAM_ARGS, **SCHEDULER_PARAM_OPTIONS)
     submit.add_argument("--platform", type=int, help="platform id (default: any live worker)")
     submit.add_argument("--wait", action="store_true", help="wait for the run to finish")
     submit.add_argument(
@@ -278,6 +311,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except WorkflowValidationError as exc:
         print(exc, file=sys.stderr)
         return EXIT_PROBLEMS
+    choice = scheduler_choice(workflow, args)
+    if choice is None:
+        return EXIT_USAGE
     repeat = args.repeat or workflow.repeat
     if repeat < 1:
         print("--repeat must be at least 1", file=sys.stderr)
@@ -310,7 +346,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             try:
                 result = run_workflow(
                     workflow,
-                    scheduler=args.scheduler,
+                    scheduler=choice[0],
+                    scheduler_params=choice[1],
                     sink=Progress(workflow),
                     cancel=cancel.is_set,
                     out_dir=bundle,
@@ -415,7 +452,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             # The server found problems in the file: exit as `validate` and `run` do for them.
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_PROBLEMS
-        run = api.create_run(workflow, args.scheduler, args.platform)
+        run = api.create_run(workflow, args.scheduler, args.platform, dict(args.scheduler_param))
         print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
         if not args.wait:
             return EXIT_OK

@@ -11,7 +11,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchmarks.status import FINISHED
@@ -59,10 +59,19 @@ class Client:
         """Store a workflow (any dialect); return its id."""
         return int(self.request("POST", "/workflows/", {"name": name, "yaml": yaml_text})["id"])
 
-    def create_run(self, workflow: int, scheduler: str | None, platform: int | None) -> dict[str, Any]:
-        """Queue a run; return ``{id, url, status, ...}``."""
+    def create_run(
+        self,
+        workflow: int,
+        scheduler: str | None,
+        platform: int | None,
+        scheduler_params: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Queue a run; return ``{id, url, status, ...}``. With ``scheduler_params`` the scheduler is
+        sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks."""
         body: dict[str, Any] = {"workflow": workflow}
-        if scheduler:
+        if scheduler_params:
+            body["scheduler"] = {**({"name": scheduler} if scheduler else {}), **scheduler_params}
+        elif scheduler:
             body["scheduler"] = scheduler
         if platform is not None:
             body["platform"] = platform

@@ -21,7 +21,7 @@ from benchmarks.runner.process import app_process_main, exit_reason
 from benchmarks.runner.records import RECORDS_DIR, records_path, relative, write_record
 from benchmarks.runner.result import build_result
 from benchmarks.runner.state import NodeState
-from benchmarks.schedulers import get_scheduler
+from benchmarks.schedulers import scheduler_for
 from benchmarks.schedulers.base import NodePlan, Scheduler, SchedulerError
 from benchmarks.spec.model import Workflow
 from benchmarks.status import NodeStatus, RunStatus
@@ -60,6 +60,7 @@ def run_workflow(
     monitor_hz: float | None = DEFAULT_HZ,
     monitor_sources: Sequence[str] | None = None,
     files: FilePolicy = UNRESTRICTED,
+    scheduler_params: Mapping[str, Any] | None = None,
 ) -> ResultDocument:
     """Run a workflow on this machine and return its result document (docs/result-format.md).
 
@@ -69,7 +70,10 @@ def run_workflow(
     The system monitor samples ``monitor_sources`` (all by default) at ``monitor_hz`` (None: off)
     beside the run; its batches go to the sink as ``telemetry`` events (docs/monitor.md).
 
-    ``scheduler`` is a registered name (the workflow's own by default) or a configured instance.
+    ``scheduler`` is a registered name (the workflow's own by default) or a configured instance;
+    with a name, the scheduler's parameters are the workflow's own (``scheduler: {name: credit, ...}``,
+    when it names the same scheduler) overridden by ``scheduler_params``, each checked against the
+    scheduler's ``Params`` (SchedulerParamError, a ValueError, names a bad one).
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
     when the scheduler cannot serve the run here.
     """
@@ -78,7 +82,9 @@ def run_workflow(
         raise PreflightError(problems)
     run = _Run(
         workflow,
-        scheduler if isinstance(scheduler, Scheduler) else get_scheduler(scheduler or workflow.scheduler),
+        scheduler
+        if isinstance(scheduler, Scheduler)
+        else scheduler_for(workflow, scheduler, scheduler_params),
         sink or NullSink(),
         cancel or (lambda: False),
         out_dir,
@@ -145,7 +151,15 @@ class _Run:
 
     def execute(self, repeat_index: int) -> ResultDocument:
         plans = {
-            name: NodePlan(name, s.unit.name, s.device, s.unit.priority, s.unit.mps, s.background)
+            name: NodePlan(
+                name,
+                s.unit.name,
+                s.device,
+                s.unit.priority,
+                s.unit.mps,
+                s.background,
+                s.unit.gpu_memory_limit_mb,
+            )
             for name, s in self.nodes.items()
         }
         self.t0 = clock.now()

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from pydantic import BaseModel, ConfigDict
+
 if TYPE_CHECKING:
     from benchmarks.spec.model import Workflow
 
@@ -56,6 +58,17 @@ class SchedulerError(RuntimeError):
     """The scheduler cannot serve this run on this machine (e.g. MPS absent); the message says why."""
 
 
+class SchedulerParams(BaseModel):
+    """Base of every scheduler's parameters: frozen, unknown parameters refused, no inf or NaN.
+
+    Each scheduler declares its own subclass as ``Params`` (each field with a default, a range and a
+    description); the registry validates a workflow's ``scheduler:`` mapping against it and the
+    result records its ``model_dump()`` (the effective parameters, defaults filled in).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
 @dataclass(frozen=True)
 class NodePlan:
     """What a scheduler knows about a node when the run starts."""
@@ -66,6 +79,8 @@ class NodePlan:
     priority: str
     mps: int | None
     background: bool
+    # The unit's device-memory cap (gpu_memory_limit_mb), enforced by the MPS-based schedulers.
+    memory_limit_mb: int | None = None
 
 
 class Scheduler(ABC):
@@ -73,6 +88,13 @@ class Scheduler(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    Params: ClassVar[type[SchedulerParams]] = SchedulerParams
+
+    def __init__(self, params: SchedulerParams | None = None) -> None:
+        """``params`` must be an instance of the class's ``Params`` (its defaults when None)."""
+        self.params = params if params is not None else self.Params()
+        if not isinstance(self.params, self.Params):
+            raise TypeError(f"{self.name} takes {self.Params.__name__}, not {type(params).__name__}")
 
     @classmethod
     def spec_problems(cls, workflow: Workflow) -> list[str]:
@@ -102,8 +124,9 @@ class Scheduler(ABC):
         return None
 
     def describe(self) -> dict[str, Any]:
-        """Return what the result bundle records about this scheduler's run (name and parameters)."""
-        return {"name": self.name}
+        """Return what the result bundle records about this scheduler's run: its name, its effective
+        parameters (``params``, defaults filled in) and what the scheduler adds of its own."""
+        return {"name": self.name, "params": self.params.model_dump(mode="json")}
 
     def stop(self) -> None:
         """Tear down whatever ``start`` set up; called even when the run failed."""

@@ -116,8 +116,11 @@ class CreditScheduler(Scheduler):
         "idle credit is lent so the device stays busy."
     )
 
+    Params = CreditParams
+    params: CreditParams
+
     def __init__(self, params: CreditParams | None = None) -> None:
-        self.params = params or CreditParams()
+        super().__init__(params)
         self._shm: shared_memory.SharedMemory | None = None
         self.table: CreditTable | None = None
         self._slots: dict[str, int] = {}
@@ -194,8 +197,7 @@ class CreditScheduler(Scheduler):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "params": self.params.to_dict(),
+            **super().describe(),
             "apps": self.snapshot(),
             "pressure_trace": [{"t": t, "node": n, "pressure": p} for t, n, p in self._trace],
         }

@@ -12,10 +12,15 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.schedulers.base import GateSpec, NodePlan
 from benchmarks.schedulers.credit import CreditGateSpec, CreditScheduler
 from benchmarks.schedulers.ledger import CreditParams
-from benchmarks.schedulers.partition import PartitionScheduler
+from benchmarks.schedulers.mps import MpsMemoryParams
+from benchmarks.schedulers.partition import PartitionParams, PartitionScheduler
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import Workflow
+
+
+class CreditMpsParams(CreditParams, MpsMemoryParams):
+    """credit's parameters plus the MPS device-memory cap of every GPU process."""
 
 
 class CreditMpsScheduler(CreditScheduler):
@@ -24,9 +29,12 @@ class CreditMpsScheduler(CreditScheduler):
     name = "credit-mps"
     description = "Credit admission of every step, inside per-process MPS SM shares (as partition)."
 
-    def __init__(self, params: CreditParams | None = None, memory_limit: str | None = None) -> None:
+    Params = CreditMpsParams
+    params: CreditMpsParams
+
+    def __init__(self, params: CreditMpsParams | None = None) -> None:
         super().__init__(params)
-        self.partition = PartitionScheduler(memory_limit=memory_limit)
+        self.partition = PartitionScheduler(PartitionParams(memory_limit=self.params.memory_limit))
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         self.partition.start(workflow, nodes)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+from pydantic import Field
+
 from benchmarks.metrics import percentile
+from benchmarks.schedulers.base import SchedulerParams
 from benchmarks.spec.model import SLO
 
 
@@ -71,44 +73,40 @@ _GRANT_FIELD = {
 }
 
 
-@dataclass(frozen=True)
-class CreditParams:
-    """The credit scheduler's parameters (docs/schedulers.md explains each one)."""
+class CreditParams(SchedulerParams):
+    """The credit scheduler's parameters (docs/schedulers.md explains each one).
 
-    pressure_threshold: float = 0.5
-    medium_floor: float = 0.2
-    peer_margin: float = 0.25
-    burst_s: float = 0.05
-    linger_s: float = 0.005
-    max_wait_s: float = 2.0
-    initial_pressure: float = 1.0
-    window: int = 10
-    quantile: float = 90.0
-    spin_s: float = 50e-6
-    max_sleep_s: float = 1e-3
+    Set from a workflow as ``scheduler: {name: credit, pressure_threshold: 0.4}``; every range is
+    checked when the workflow loads.
+    """
 
-    def __post_init__(self) -> None:
-        problems = []
-        if not 0 < self.pressure_threshold < 1:
-            problems.append("pressure_threshold must be between 0 and 1 (exclusive)")
-        if not 0 <= self.medium_floor <= 1:
-            problems.append("medium_floor must be between 0 and 1")
-        for name in ("peer_margin", "linger_s", "initial_pressure", "spin_s"):
-            if not getattr(self, name) >= 0:
-                problems.append(f"{name} must be >= 0")
-        for name in ("burst_s", "max_wait_s", "max_sleep_s"):
-            if not getattr(self, name) > 0:
-                problems.append(f"{name} must be > 0")
-        if self.window < 1:
-            problems.append("window must be >= 1")
-        if not 0 <= self.quantile <= 100:
-            problems.append("quantile must be between 0 and 100")
-        if problems:
-            raise ValueError("invalid credit scheduler parameters: " + "; ".join(problems))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the parameters as a plain dict (recorded in the result bundle)."""
-        return asdict(self)
+    pressure_threshold: float = Field(
+        0.5, gt=0, lt=1, description="pressure above which an application is protected (θ)"
+    )
+    medium_floor: float = Field(
+        0.2, ge=0, le=1, description="MEDIUM refill rate when the threat is at or above its SLO"
+    )
+    peer_margin: float = Field(
+        0.25, ge=0, le=100, description="how much more pressured a MEDIUM peer must be to slow another"
+    )
+    burst_s: float = Field(
+        0.05, gt=0, le=60, description="credit cap in device seconds (what an idle application can bank)"
+    )
+    linger_s: float = Field(
+        0.005, ge=0, le=60, description="an application stays active this long after its last step"
+    )
+    max_wait_s: float = Field(
+        2.0, gt=0, le=3600, description="starvation guard: longest wait before a step is forced through"
+    )
+    initial_pressure: float = Field(
+        1.0, ge=0, le=100, description="pressure of an application with an SLO before its first request"
+    )
+    window: int = Field(10, ge=1, le=10_000, description="finished requests the pressure looks back on")
+    quantile: float = Field(90.0, ge=0, le=100, description="percentile of the window giving the pressure")
+    spin_s: float = Field(50e-6, ge=0, le=1, description="busy-wait before the gate starts sleeping")
+    max_sleep_s: float = Field(
+        1e-3, gt=0, le=1, description="longest sleep between two looks at the table (the wake-up delay)"
+    )
 
 
 class CreditTable:

@@ -17,14 +17,39 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from benchmarks.schedulers.base import NodePlan, SchedulerError
+from pydantic import Field, field_validator
+
+from benchmarks.schedulers.base import NodePlan, SchedulerError, SchedulerParams
 from benchmarks.spec.graph import concurrent_sets_max
 from benchmarks.spec.model import Workflow
 
 CONTROL_BINARY = "nvidia-cuda-mps-control"
-# MPS accepts a device ordinal and a size with a K/M/G suffix, e.g. "0=8G" or "0=512M,1=1G".
+# MPS accepts a device ordinal and a size with a K/M/G suffix, e.g. "0=8G" or "0=512M,1=1G"
+# ("8GiB" is read as "8G": MPS's suffixes are binary).
 _MEMORY_ONE = re.compile(r"^\d+[KMG]B?$", re.IGNORECASE)
 _MEMORY_LIST = re.compile(r"^\d+=\d+[KMG]B?(,\d+=\d+[KMG]B?)*$", re.IGNORECASE)
+_BINARY_SUFFIX = re.compile(r"([KMG])iB", re.IGNORECASE)
+
+
+class MpsMemoryParams(SchedulerParams):
+    """The parameter of the MPS-based schedulers (partition, credit-mps): a device-memory cap."""
+
+    memory_limit: str | None = Field(
+        None,
+        description="device-memory cap of every GPU process through MPS, e.g. '8G' (device 0) or "
+        "'0=8G,1=4G'; a unit's own gpu_memory_limit_mb takes precedence",
+        max_length=200,
+    )
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _check_memory_limit(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                memory_limit_value(value)
+            except SchedulerError as exc:
+                raise ValueError(str(exc).removeprefix("partition: ")) from None
+        return value
 
 
 class ShareError(ValueError):
@@ -104,7 +129,7 @@ def memory_limit_value(limit: str) -> str:
 
     Raises SchedulerError for anything MPS would not accept.
     """
-    text = limit.strip().replace(" ", "")
+    text = _BINARY_SUFFIX.sub(r"\1", limit.strip().replace(" ", ""))
     if _MEMORY_ONE.match(text):
         return f"0={text.upper()}"
     if _MEMORY_LIST.match(text):
@@ -116,7 +141,8 @@ def memory_limit_value(limit: str) -> str:
 
 
 def client_env(daemon_env: Mapping[str, str], share: int, memory_limit: str | None) -> dict[str, str]:
-    """Return the environment that makes a process an MPS client of the run's daemon with its share."""
+    """Return the environment that makes a process an MPS client of the run's daemon with its share
+    and, when ``memory_limit`` is given (``"8G"``, ``"0=8G,1=4G"``), its device-memory cap."""
     env = dict(daemon_env)
     env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(share)
     if memory_limit is not None:

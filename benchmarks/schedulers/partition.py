@@ -14,11 +14,14 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from benchmarks.clock import now
 from benchmarks.platform import gpus
 from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, OpenGate, Scheduler, SchedulerError
 from benchmarks.schedulers.mps import (
     MpsDaemon,
+    MpsMemoryParams,
     client_env,
     find_control_binary,
     partition_share_problems,
@@ -46,14 +49,26 @@ class PartitionGateSpec(GateSpec):
         return OpenGate()
 
 
+class PartitionParams(MpsMemoryParams):
+    """partition's parameters. The SM shares are per unit (each unit's ``mps:`` key, an equal split
+    where absent), as are per-unit memory caps (``gpu_memory_limit_mb``)."""
+
+    stop_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="seconds the MPS daemon gets to quit before it is killed"
+    )
+
+
 class PartitionScheduler(Scheduler):
     name = "partition"
     description = "Static partition with NVIDIA MPS: each process gets a fixed share of the SMs."
+    Params = PartitionParams
+    params: PartitionParams
 
-    def __init__(self, memory_limit: str | None = None, stop_timeout_s: float = 10.0) -> None:
-        """``memory_limit`` (e.g. ``"8G"``) caps every GPU process's device memory through MPS."""
-        self.memory_limit = memory_limit
-        self.stop_timeout_s = stop_timeout_s
+    def __init__(self, params: PartitionParams | None = None) -> None:
+        super().__init__(params)
+        self.memory_limit = self.params.memory_limit
+        self.stop_timeout_s = self.params.stop_timeout_s
+        self.memory_limits: dict[str, str] = {}
         self.shares: dict[str, int] = {}
         self.daemon: MpsDaemon | None = None
         self._slots: dict[str, int] = {}
@@ -75,8 +90,13 @@ class PartitionScheduler(Scheduler):
                 "visible), so there is no GPU to partition; use --scheduler greedy"
             )
         self.shares = partition_shares(workflow, nodes)
-        if self.memory_limit is not None:
-            client_env({}, 1, self.memory_limit)  # validates the limit before anything starts
+        # A unit's own cap (gpu_memory_limit_mb) takes precedence over the scheduler's memory_limit.
+        self.memory_limits = {}
+        for name in self.shares:
+            own = nodes[name].memory_limit_mb
+            limit = f"{own}M" if own else self.memory_limit
+            if limit:
+                self.memory_limits[name] = limit
         binary = find_control_binary()
         if not gpus():
             raise SchedulerError("partition: NVIDIA MPS needs an NVIDIA GPU, and NVML sees none here")
@@ -88,7 +108,7 @@ class PartitionScheduler(Scheduler):
     def env_for(self, node: NodePlan) -> dict[str, str]:
         if node.name not in self.shares or self.daemon is None:
             return {}
-        return client_env(self.daemon.env, self.shares[node.name], self.memory_limit)
+        return client_env(self.daemon.env, self.shares[node.name], self.memory_limits.get(node.name))
 
     def gate_for(self, node: NodePlan) -> GateSpec:
         return PartitionGateSpec(self._pids, self._slots[node.name])
@@ -120,9 +140,10 @@ class PartitionScheduler(Scheduler):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name,
+            **super().describe(),
             "shares_percent": dict(self.shares),
             "memory_limit": self.memory_limit,
+            "memory_limits": dict(self.memory_limits),
             "mps_clients": {n: self._clients.get(n) for n in self.shares},
             "mps_servers": list(self._server_pids),
         }

@@ -26,7 +26,7 @@ def unit_to_dict(app: Application) -> dict[str, Any]:
     out["arrival"] = app.arrival.model_dump(exclude_none=True, exclude_defaults=False)
     out["warmup_requests"] = app.warmup_requests
     out["concurrency"] = app.concurrency
-    for key in ("seed", "dataset"):
+    for key in ("seed", "dataset", "gpu_memory_limit_mb"):
         if getattr(app, key) is not None:
             out[key] = getattr(app, key)
     out.update(app.options.model_dump(mode="json"))
@@ -38,7 +38,12 @@ def to_dict(workflow: Workflow) -> dict[str, Any]:
     out: dict[str, Any] = {"name": workflow.name}
     if workflow.description:
         out["description"] = workflow.description
-    out["scheduler"] = workflow.scheduler
+    # A bare name while the scheduler has no parameters set, so that older readers load it as before.
+    out["scheduler"] = (
+        {"name": workflow.scheduler, **workflow.scheduler_params}
+        if workflow.scheduler_params
+        else workflow.scheduler
+    )
     out["repeat"] = workflow.repeat
     out["seed"] = workflow.seed
     out["start_together"] = workflow.start_together

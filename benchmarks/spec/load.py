@@ -23,6 +23,8 @@ unit, message) pairs, reported at the unit's lines with the rest.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchmarks.apps import APP_TYPES, AppType, resolve_type
-from benchmarks.schedulers import SCHEDULERS
+from benchmarks.schedulers import SCHEDULERS, param_problems
 from benchmarks.spec.dialects import Relocated, is_task_list, task_list_to_native
 from benchmarks.spec.model import (
     DEFAULT_LIMITS,
@@ -70,7 +72,12 @@ COMMON_UNIT_KEYS = (
     "seed",
     "dataset",
     "concurrency",
+    "memory_limit",
+    "gpu_memory_limit_mb",
 )
+# "8GiB", "512 MiB", "8G", "8GB": binary units (as MPS reads them), the cap in MiB.
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT])(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 NODE_KEYS = ("uses", "depend_on", "depends_on", "background")
 
 
@@ -196,7 +203,7 @@ def _build(
         if key == "workflows":
             nodes_raw = value
         elif key in RESERVED_KEYS:
-            if isinstance(value, Mapping):
+            if isinstance(value, Mapping) and key != "scheduler":
                 errors.add((key,), f"'{key}' is a reserved top-level key; rename this application unit")
             else:
                 wf_kwargs[key] = value
@@ -289,6 +296,8 @@ def _check_total_requests(
 
 def _check_workflow_keys(kwargs: dict[str, Any], errors: Collector) -> dict[str, Any]:
     out = dict(kwargs)
+    if isinstance(out.get("scheduler"), Mapping):
+        out.update(_scheduler_choice(out.pop("scheduler"), errors))
     for key, kind in (("name", str), ("description", str), ("scheduler", str)):
         if key in out and not isinstance(out[key], kind):
             errors.add((key,), f"'{key}' must be a string, not {kind_of(out[key])}")
@@ -306,8 +315,39 @@ def _check_workflow_keys(kwargs: dict[str, Any], errors: Collector) -> dict[str,
     if out.get("repeat", 1) < 1:
         errors.add(("repeat",), "'repeat' must be at least 1")
     if "scheduler" in out and out["scheduler"] not in SCHEDULERS:
-        errors.add(("scheduler",), f"unknown scheduler '{out['scheduler']}'; known: {', '.join(SCHEDULERS)}")
+        errors.add(
+            ("scheduler",) if "scheduler_params" not in out else ("scheduler", "name"),
+            f"unknown scheduler '{out['scheduler']}'; known: {', '.join(SCHEDULERS)}"
+            + suggest(str(out["scheduler"]), SCHEDULERS),
+        )
+    elif "scheduler_params" in out:
+        for param, message in param_problems(out.get("scheduler", "greedy"), out["scheduler_params"]):
+            errors.add(("scheduler", param), message)
     return out
+
+
+def _scheduler_choice(value: Mapping[Any, Any], errors: Collector) -> dict[str, Any]:
+    """Split ``scheduler: {name: credit, pressure_threshold: 0.4}`` into the workflow's ``scheduler``
+    and ``scheduler_params`` (checked against the scheduler's parameters by the caller)."""
+    name = value.get("name")
+    if not isinstance(name, str):
+        errors.add(
+            ("scheduler", "name") if "name" in value else ("scheduler",),
+            "'scheduler' as a mapping needs 'name', the scheduler's name "
+            f"({', '.join(SCHEDULERS)}), e.g. {{name: credit, pressure_threshold: 0.4}}",
+        )
+        return {}
+    params: dict[str, Any] = {}
+    for key, param in value.items():
+        if key == "name":
+            continue
+        if not isinstance(key, str):
+            errors.add(("scheduler",), f"scheduler parameter {key!r} must be named by a string")
+        elif param is not None and not isinstance(param, str | bool | int | float):
+            errors.add(("scheduler", key), f"must be a number, string or true/false, not {kind_of(param)}")
+        else:
+            params[key] = param
+    return {"scheduler": name, "scheduler_params": params}
 
 
 def _build_unit(
@@ -360,6 +400,15 @@ def _build_unit(
     }
     kwargs["model"] = common.pop("model", app.default_model)
     kwargs["slo"] = _parse_slo_field(common.pop("slo", list(app.default_slo)), app, (*origin, "slo"), errors)
+    if "memory_limit" in common:
+        limit = _memory_limit_mb(common.pop("memory_limit"), (*origin, "memory_limit"), errors)
+        if "gpu_memory_limit_mb" in common:
+            errors.add(
+                (*origin, "memory_limit"),
+                f"unit '{unit_name}' gives both 'memory_limit' and 'gpu_memory_limit_mb'; keep one",
+            )
+        elif limit is not None:
+            common["gpu_memory_limit_mb"] = limit
     if "arrival" in common:
         kwargs["arrival"] = _parse_arrival(common.pop("arrival"), (*origin, "arrival"), errors)
     if isinstance(kwargs["priority"], str):
@@ -382,6 +431,24 @@ def _build_unit(
         _pydantic_errors(exc, origin, errors, unit_name)
         return None
     return None if len(errors.errors) > before else built
+
+
+def _memory_limit_mb(value: Any, path: Path_, errors: Collector) -> int | None:
+    """Return a unit's ``memory_limit`` (``"8GiB"``, ``"512MiB"``, ``"8G"``) in MiB, rounded up; report
+    anything else at ``path`` and return None."""
+    match = _SIZE_RE.match(value) if isinstance(value, str) else None
+    if match is None:
+        errors.add(
+            path,
+            f"'memory_limit' must be a size such as '8GiB' or '512MiB' (or give 'gpu_memory_limit_mb'), "
+            f"not {value!r}",
+        )
+        return None
+    mib = math.ceil(float(match.group(1)) * _SIZE_MIB[match.group(2).upper()])
+    if mib < 1:
+        errors.add(path, f"'memory_limit' must be at least 1 MiB (got {value!r})")
+        return None
+    return mib
 
 
 def _parse_slo_field(value: Any, app: AppType, path: Path_, errors: Collector) -> tuple[SLO, ...]:

@@ -58,6 +58,8 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
+# 16 TiB: beyond any device's memory, so a larger cap is a typo.
+MAX_GPU_MEMORY_MB = 16 * 1024 * 1024
 PRIORITIES = ("high", "medium", "low")
 DEVICES = ("auto", "gpu", "cpu")
 # Node names become file and folder names of a run's result bundle (one CSV per node, a folder of
@@ -321,6 +323,12 @@ class Application(SpecModel):
     seed: int | None = Field(None, ge=-(2**63), le=2**63 - 1)
     dataset: Annotated[str | None, DATA_FILE_OR_FOLDER] = None
     concurrency: int = Field(1, ge=1, le=64, description="concurrent sessions (users) of this application")
+    gpu_memory_limit_mb: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPU_MEMORY_MB,
+        description="device-memory cap of this unit's process in MiB (enforced by the MPS schedulers)",
+    )
     options: AppOptions
 
 
@@ -410,7 +418,7 @@ def dependency_cycles(nodes: Mapping[str, Node]) -> list[list[str]]:
 
 
 class Workflow(SpecModel):
-    """A validated workflow: units, DAG nodes, default scheduler, repetitions, seed.
+    """A validated workflow: units, DAG nodes, default scheduler and its parameters, repetitions, seed.
 
     Constructing one checks every structural rule (``dag_problems``, each unit and node under its own
     name, at least one of each); so do ``model_validate`` and ``model_copy(update=...)``.
@@ -419,6 +427,9 @@ class Workflow(SpecModel):
     name: str
     description: str = ""
     scheduler: str = "greedy"
+    # The scheduler's parameters as written (``scheduler: {name: credit, pressure_threshold: 0.4}``);
+    # the loader checks them against the scheduler's own ``Params`` model.
+    scheduler_params: dict[str, str | bool | int | float | None] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=1000)
     seed: int = Field(0, ge=-(2**63), le=2**63 - 1)
     # Nodes that start at the same point of the DAG begin their requests together, once every one of

@@ -12,9 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import export as spec_export
 from cbweb.api.errors import ErrorSerializer
+from cbweb.api.fields import SchedulerChoiceField
 from cbweb.api.pagination import StrictLimitOffsetPagination
 from cbweb.platforms import selectors as platform_selectors
 from cbweb.runs import dispatch as run_dispatch
@@ -257,6 +257,9 @@ class RunOutput(serializers.Serializer):
     workflow_name = serializers.CharField(help_text="the workflow's name when the run was launched")
     workflow_version = serializers.IntegerField(source="version_number")
     scheduler = serializers.CharField()
+    scheduler_params = serializers.JSONField(
+        help_text="the scheduler's effective parameters, defaults filled in (docs/schedulers.md)"
+    )
     platform = serializers.IntegerField(source="platform_id", allow_null=True)
     owner = serializers.CharField(source="owner.username")
     batch = serializers.UUIDField()
@@ -297,8 +300,9 @@ class RunListApi(ListApi):
         version = serializers.IntegerField(
             required=False, min_value=1, max_value=MAX_ID, help_text="default: latest"
         )
-        scheduler = serializers.ChoiceField(
-            choices=sorted(SCHEDULERS), required=False, help_text="default: the workflow's"
+        scheduler = SchedulerChoiceField(
+            required=False,
+            help_text="a name, or {name, ...parameters}; default: the workflow's scheduler and parameters",
         )
         platform = serializers.IntegerField(
             required=False, allow_null=True, min_value=1, max_value=MAX_ID, help_text="default: any worker"
@@ -342,7 +346,8 @@ class RunListApi(ListApi):
         runs = run_dispatch.run_launch(
             version=version,
             user=request.user,
-            scheduler=v.get("scheduler"),
+            scheduler=v["scheduler"][0] if "scheduler" in v else None,
+            scheduler_params=v["scheduler"][1] if "scheduler" in v else None,
             platform=platform,
             repeats=v["repeats"],
         )

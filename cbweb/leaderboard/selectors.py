@@ -10,13 +10,20 @@ from cbweb.runs.models import Run
 
 
 def leaderboard_rows() -> list[dict[str, Any]]:
-    """Return one row per (workflow, platform, scheduler): run count, mean attainment and makespan
-    (mean and 95 % CI over the runs), best first within each workflow."""
+    """Return one row per (workflow, platform, scheduler with its parameters): run count, mean
+    attainment and makespan (mean and 95 % CI over the runs), best first within each workflow."""
     runs = Run.objects.filter(status=Run.Status.SUCCEEDED).select_related(
         "workflow_version__workflow", "platform"
     )
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
-    fields = ("summary", "scheduler", "workflow_name", "workflow_version__workflow__name", "platform__name")
+    fields = (
+        "summary",
+        "scheduler",
+        "scheduler_params",
+        "workflow_name",
+        "workflow_version__workflow__name",
+        "platform__name",
+    )
     for run in runs.only(*fields):
         # A deleted workflow's runs still rank, under the name they ran with (workflow_id None).
         workflow = run.workflow_version.workflow if run.workflow_version else None
@@ -24,7 +31,8 @@ def leaderboard_rows() -> list[dict[str, Any]]:
             workflow.pk if workflow else None,
             workflow.name if workflow else run.workflow_name,
             run.platform.name if run.platform else "-",
-            run.scheduler,
+            # Runs under other parameters are another configuration, ranked on their own.
+            run.scheduler_label,
         )
         groups[key].append(run)
     rows = []

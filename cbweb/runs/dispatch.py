@@ -25,6 +25,7 @@ import os
 import queue
 import socket
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -45,16 +46,23 @@ def run_launch(
     version: WorkflowVersion,
     user: Any,
     scheduler: str | None = None,
+    scheduler_params: Mapping[str, Any] | None = None,
     platform: Platform | None = None,
     repeats: int = 1,
 ) -> list[Run]:
     """Queue ``repeats`` runs of a workflow version (``services.run_create``) and hand each to its
     executor once the transaction commits; return the runs.
 
-    Raises django ValidationError naming the field (scheduler, repeats) when the request is impossible.
+    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats) when
+    the request is impossible.
     """
     runs = services.run_create(
-        version=version, user=user, scheduler=scheduler, platform=platform, repeats=repeats
+        version=version,
+        user=user,
+        scheduler=scheduler,
+        scheduler_params=scheduler_params,
+        platform=platform,
+        repeats=repeats,
     )
     for run in runs:
         # Enqueue only once the rows are visible to the worker; the request never waits for a run.

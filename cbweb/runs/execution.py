@@ -249,6 +249,7 @@ def run_execute(*, run_id: int, worker: str) -> str:
             result = run_workflow(
                 workflow,
                 scheduler=run.scheduler,
+                scheduler_params=run.scheduler_params,
                 sink=sink,
                 cancel=sink.cancel_requested,
                 out_dir=out_dir,

@@ -12,6 +12,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
 from cbweb.platforms.models import Platform
@@ -43,6 +44,9 @@ class Run(models.Model):
         Platform, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
     scheduler = models.CharField(max_length=50)
+    scheduler_params = models.JSONField(
+        default=dict, blank=True, help_text="the scheduler's effective parameters (defaults filled in)"
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
     # Repetitions launched together share a batch; the compare page shows their mean and 95 % CI.
@@ -85,6 +89,11 @@ class Run(models.Model):
     @property
     def workflow_label(self) -> str:
         return f"{self.workflow_name} v{self.version_number}"
+
+    @property
+    def scheduler_label(self) -> str:
+        """The scheduler with the parameters it ran with that differ from its defaults."""
+        return scheduler_label(self.scheduler, self.scheduler_params or {})
 
 
 class NodeResult(models.Model):

@@ -369,7 +369,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         )
         summaries = [r.summary or {} for r in batch_runs]
         column: dict[str, Any] = {
-            "label": f"{label} · {first.workflow_label} · {first.scheduler}",
+            "label": f"{label} · {first.workflow_label} · {first.scheduler_label}",
             "runs": [r.pk for r in batch_runs],
             "mean_attainment": _ci(
                 [s["mean_attainment"] for s in summaries if s.get("mean_attainment") is not None]

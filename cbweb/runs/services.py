@@ -12,7 +12,7 @@ and ``run_take_for_dispatch`` (queued runs with no message on the broker -> sent
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument
-from benchmarks.schedulers import SCHEDULERS
+from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
 from benchmarks.status import RunStatus
@@ -62,14 +62,23 @@ def run_spec_fields(*, version: WorkflowVersion) -> dict[str, Any]:
     }
 
 
-def _check_scheduler(workflow: spec_model.Workflow, scheduler: str) -> None:
-    if scheduler not in SCHEDULERS:
+def _check_scheduler(
+    workflow: spec_model.Workflow, scheduler: str | None, params: Mapping[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """Return the run's scheduler and effective parameters; raise ValidationError naming the field
+    (``scheduler``, or ``scheduler.<parameter>`` for a bad parameter)."""
+    try:
+        name, effective = effective_choice(workflow, scheduler, params)
+    except SchedulerParamError as exc:
         raise ValidationError(
-            {"scheduler": f"unknown scheduler '{scheduler}'; known: {', '.join(SCHEDULERS)}"}
-        )
-    problems = SCHEDULERS[scheduler].spec_problems(workflow)
+            {f"scheduler.{param}": f"{exc.scheduler}: {message}" for param, message in exc.problems}
+        ) from None
+    except SchedulerError as exc:
+        raise ValidationError({"scheduler": str(exc)}) from None
+    problems = SCHEDULERS[name].spec_problems(workflow)
     if problems:
         raise ValidationError({"scheduler": problems})
+    return name, effective
 
 
 @transaction.atomic
@@ -78,6 +87,7 @@ def run_create(
     version: WorkflowVersion,
     user: Any,
     scheduler: str | None = None,
+    scheduler_params: Mapping[str, Any] | None = None,
     platform: Platform | None = None,
     repeats: int = 1,
 ) -> list[Run]:
@@ -85,7 +95,10 @@ def run_create(
     ``cbweb.runs.dispatch.run_launch`` does that once the rows are committed (this module imports no
     executor, so that dispatch, execution and the sweeper can import it).
 
-    Raises django ValidationError naming the field (scheduler, repeats) when the request is impossible.
+    ``scheduler`` (default: the workflow's) runs with the workflow's own parameters when it is the
+    workflow's scheduler, overridden by ``scheduler_params``; the run stores the effective ones.
+    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats) when
+    the request is impossible.
     """
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
@@ -100,8 +113,7 @@ def run_create(
         workflow_check_files(workflow=workflow)
     except spec_model.WorkflowValidationError as exc:
         raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None
-    scheduler = scheduler or workflow.scheduler
-    _check_scheduler(workflow, scheduler)
+    scheduler, effective = _check_scheduler(workflow, scheduler, scheduler_params)
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
     batch = uuid.uuid4()
@@ -110,6 +122,7 @@ def run_create(
             **run_spec_fields(version=version),
             platform=platform,
             scheduler=scheduler,
+            scheduler_params=effective,
             owner=user,
             batch=batch,
             repeat_index=i,

@@ -37,10 +37,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
     workflow = workflow_selectors.workflow_get(pk=workflow_pk)
-    initial = {
-        "version": workflow_selectors.version_latest(workflow=workflow),
-        "scheduler": workflow_selectors.version_latest(workflow=workflow).spec.get("scheduler", "greedy"),
-    }
+    latest = workflow_selectors.version_latest(workflow=workflow)
+    initial = {"version": latest, **RunLaunchForm.initial_for(latest.spec.get("scheduler", "greedy"))}
     form = RunLaunchForm(request.POST or None, workflow=workflow, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -48,12 +46,13 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
                 version=form.cleaned_data["version"],
                 user=request.user,
                 scheduler=form.cleaned_data["scheduler"],
+                scheduler_params=form.cleaned_data["scheduler_params"],
                 platform=form.cleaned_data["platform"],
                 repeats=form.cleaned_data["repeats"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+                form.add_error(form.field_for_error(field), errors)
         else:
             messages.success(request, f"queued {len(runs)} run(s)")
             if len(runs) == 1:

@@ -92,8 +92,14 @@ def editor_to_dict(
     """Return the native spec mapping of the editor's valid forms, and the problems found in joining
     cards (two cards giving one unit different settings). The engine validates the rest.
     """
-    data: dict[str, Any] = {k: v for k, v in meta.items() if _given(v)}
+    data: dict[str, Any] = {k: v for k, v in meta.items() if _given(v) and k != "scheduler_params"}
     problems: list[str] = []
+    params = meta.get("scheduler_params")
+    if isinstance(params, Mapping) and params:
+        # The spec's one spelling of a scheduler with parameters: {name, ...params}.
+        data["scheduler"] = {**params, "name": data.get("scheduler", "greedy")}
+    elif params:
+        problems.append("the scheduler's parameters must be a mapping such as {pressure_threshold: 0.4}")
     nodes: dict[str, Any] = {}
     for form in cards:
         card = form.cleaned_data
@@ -177,6 +183,8 @@ def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[spec_model.
         head, rest = (error.loc[0], error.loc[1:]) if error.loc else (None, ())
         if head in meta.fields and not rest:
             meta.add_error(str(head), error.message)
+        elif head == "scheduler" and rest and rest != ("name",):
+            meta.add_error("scheduler_params", f"{spec_model.format_path(rest)}: {error.message}")
         elif head == "workflows" and rest and rest[0] in by_node:
             key = rest[1] if len(rest) > 1 else None
             on = key if isinstance(key, str) and key in NODE_FIELDS else None

@@ -45,9 +45,12 @@ LABELS = {
     "arrival_think_time_s": "Think time (s)",
     "arrival_seed": "Arrival seed",
     "arrival_trace": "Trace file",
+    "scheduler_params": "Scheduler parameters",
 }
 HELP = {
     "scheduler": "the default; a run may choose another",
+    "scheduler_params": "the scheduler's parameters, e.g. {pressure_threshold: 0.4}; blank = its "
+    "defaults (docs/schedulers.md)",
     "start_together": "applications that start at the same point of the DAG begin their requests "
     "together, once all of them have loaded",
     "background": "runs alongside its dependents; stopped when the foreground finishes",

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.client import Client
 from tests.e2e.conftest import ROOT, LiveApp
 
 
@@ -72,3 +73,27 @@ def test_submit_of_an_invalid_workflow_prints_the_servers_errors_with_lines(
     out = _submit(live_app, wf, "--wait")
     assert out.returncode == 1  # an invalid file, as `validate` and `run` exit for it
     assert "HTTP 400" in out.stderr and "line 3: a.sleep_tme: unknown key 'sleep_tme'" in out.stderr
+
+
+def test_submit_sends_scheduler_parameters_and_the_run_records_them(
+    live_app: LiveApp, tmp_path: Path
+) -> None:
+    wf = tmp_path / "ci-credit.yml"
+    wf.write_text(
+        "scheduler: {name: credit, pressure_threshold: 0.4}\n"
+        "quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, slo: ['e2e<=10s']}\n"
+    )
+    out = _submit(live_app, wf, "--wait", "--scheduler-param", "window=4")
+    assert out.returncode == 0, out.stdout + out.stderr
+    url = out.stdout.split()[3]  # "run <id> <status>: <url>"
+    run = Client(live_app.url, _token(live_app)).request("GET", url)
+    assert run["scheduler"] == "credit"
+    assert (run["scheduler_params"]["pressure_threshold"], run["scheduler_params"]["window"]) == (0.4, 4)
+
+
+def test_submit_of_an_out_of_range_scheduler_parameter_names_it(live_app: LiveApp, tmp_path: Path) -> None:
+    wf = tmp_path / "ci-credit-bad.yml"
+    wf.write_text("quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 1}\n")
+    out = _submit(live_app, wf, "--scheduler", "credit", "--scheduler-param", "pressure_threshold=1.5")
+    assert out.returncode == 2
+    assert "scheduler.pressure_threshold" in out.stderr and "must be < 1" in out.stderr

@@ -199,7 +199,7 @@ def test_pressure_is_the_quantile_of_the_last_window_and_starts_at_the_initial_v
 
 
 def test_bad_parameters_are_reported_together() -> None:
-    with pytest.raises(ValueError, match=r"pressure_threshold.*burst_s.*window"):
+    with pytest.raises(ValueError, match=r"(?s)pressure_threshold.*burst_s.*window"):
         CreditParams(pressure_threshold=1.0, burst_s=0, window=0)
 
 

@@ -18,7 +18,7 @@ from benchmarks.runner import run_workflow
 from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import NodePlan, SchedulerError
 from benchmarks.schedulers.mps import MpsDaemon, client_env, memory_limit_value, partition_shares
-from benchmarks.schedulers.partition import PartitionScheduler
+from benchmarks.schedulers.partition import PartitionParams, PartitionScheduler
 from benchmarks.spec.load import load_yaml
 from benchmarks.spec.model import Workflow
 
@@ -108,7 +108,7 @@ def test_client_env_points_at_the_daemon_and_carries_share_and_memory_limit() ->
 
 
 @pytest.mark.parametrize(
-    ("given", "value"), [("8G", "0=8G"), ("512mb", "0=512MB"), ("0=8G,1=4G", "0=8G,1=4G")]
+    ("given", "value"), [("8G", "0=8G"), ("8GiB", "0=8G"), ("512mb", "0=512MB"), ("0=8G,1=4G", "0=8G,1=4G")]
 )
 def test_memory_limits_are_written_the_way_mps_reads_them(given: str, value: str) -> None:
     assert memory_limit_value(given) == value
@@ -315,17 +315,20 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     monkeypatch.setattr("benchmarks.runner.checks.gpus", lambda: fake_gpu)
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     wf = load_yaml(
-        "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, mps: 60}\n"
+        "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, mps: 60, memory_limit: 2GiB}\n"
         "b: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1}\n"
         "workflows:\n  x: {uses: a}\n  y: {uses: b}\n",
         name="t",
     )
-    scheduler = PartitionScheduler(memory_limit="4G")
+    scheduler = PartitionScheduler(PartitionParams(memory_limit="4G"))
     result = run_workflow(wf, scheduler=scheduler)
     assert [n.status for n in result.nodes] == ["succeeded", "succeeded"]
     described = result.scheduler
     assert described["shares_percent"] == {"x": 60, "y": 40}
     assert described["memory_limit"] == "4G"
+    # A unit's own cap wins over the scheduler's.
+    assert described["memory_limits"] == {"x": "2048M", "y": "4G"}
+    assert described["params"] == {"memory_limit": "4G", "stop_timeout_s": 10.0}
     assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
     assert described["mps_servers"] == [4242]
     assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)

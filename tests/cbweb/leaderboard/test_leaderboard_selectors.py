@@ -20,3 +20,21 @@ def test_rows_group_succeeded_runs_and_rank_by_mean_attainment(alice: Any, make_
     assert [(r["scheduler"], r["runs"]) for r in rows] == [("credit", 1), ("greedy", 3)]
     mean, half = rows[1]["attainment"]
     assert abs(mean - 0.7) < 1e-9 and half is not None and half > 0
+
+
+def test_runs_under_other_scheduler_parameters_rank_as_their_own_configuration(
+    alice: Any, make_workflow: Any
+) -> None:
+    version = version_latest(workflow=make_workflow(alice))
+    default = run_create(version=version, user=alice, scheduler="credit")[0]
+    tuned = run_create(
+        version=version, user=alice, scheduler="credit", scheduler_params={"pressure_threshold": 0.4}
+    )[0]
+    for run, attainment in ((default, 0.9), (tuned, 1.0)):
+        Run.objects.filter(pk=run.pk).update(
+            status="succeeded", summary={"mean_attainment": attainment, "makespan_s": 2.0}
+        )
+    assert [(r["scheduler"], r["runs"]) for r in leaderboard_rows()] == [
+        ("credit (pressure_threshold=0.4)", 1),
+        ("credit", 1),
+    ]

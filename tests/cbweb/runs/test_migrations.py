@@ -86,3 +86,27 @@ def test_runs_stored_with_result_schema_1_get_their_slos_structured(alice: Any) 
         a["slo"] for a in stored["applications"]
     ]
     assert [ApplicationResult.objects.get(pk=i).quality for i in app_ids] == [{}, {}]
+
+
+BEFORE_SCHEDULER_PARAMS = [("runs", "0007_applicationresult_quality")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_finished_runs_get_the_scheduler_parameters_their_result_recorded(alice: Any) -> None:
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(BEFORE_SCHEDULER_PARAMS)
+    Old = executor.loader.project_state(BEFORE_SCHEDULER_PARAMS).apps.get_model("runs", "Run")
+    common = {"workflow_name": "w", "version_number": 1, "spec": {}, "yaml": "", "owner_id": alice.pk}
+    credit = Old.objects.create(
+        scheduler="credit", result={"scheduler": {"name": "credit", "params": {"window": 4}}}, **common
+    ).pk
+    queued = Old.objects.create(scheduler="greedy", **common).pk
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(latest)
+
+    from cbweb.runs.models import Run
+
+    assert Run.objects.get(pk=credit).scheduler_params == {"window": 4}
+    assert Run.objects.get(pk=queued).scheduler_params == {}

@@ -81,7 +81,16 @@ def browser(alice: Any) -> Client:
     return client
 
 
-@pytest.mark.parametrize("yaml_text", [MIXED, MIXED.replace("seed: 7\n", "seed: 7\nstart_together: true\n")])
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        MIXED,
+        MIXED.replace("seed: 7\n", "seed: 7\nstart_together: true\n"),
+        MIXED.replace("scheduler: greedy\n", "scheduler: {name: credit, pressure_threshold: 0.4}\n").replace(
+            "  priority: high\n", "  priority: high\n  memory_limit: 2GiB\n"
+        ),
+    ],
+)
 def test_a_workflow_imported_from_yaml_round_trips_through_the_editor(
     browser: Client, yaml_text: str
 ) -> None:
@@ -296,3 +305,15 @@ def test_an_uploaded_yaml_file_is_imported_into_the_editor(browser: Client) -> N
         "again",
     ]
     assert 'data-node="again"' in response.context["svg"]
+
+
+def test_a_bad_scheduler_parameter_is_shown_at_the_scheduler_parameters_field(browser: Client) -> None:
+    response = browser.post("/workflows/new/", {"action": "import", "yaml_text": MIXED})
+    meta, formset = response.context["meta"], response.context["formset"]
+    data = post_data(meta, formset)
+    data.update({"scheduler": "credit", "scheduler_params": "{pressure_threshold: 1.5}"})
+    refused = browser.post("/workflows/new/", data)
+    assert refused.status_code == 400
+    assert refused.context["meta"].errors["scheduler_params"] == [
+        "pressure_threshold: must be < 1 (got 1.5; allowed: > 0 and < 1)"
+    ]
