@@ -27,6 +27,7 @@ MAX_SCHEDULER_PARAMS = 50
                     "and ranges: docs/schedulers.md"
                 ),
                 "properties": {"name": {"type": "string", "enum": sorted(SCHEDULERS)}},
+                "maxProperties": MAX_SCHEDULER_PARAMS + 1,
                 "additionalProperties": {
                     "oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]
                 },
@@ -46,11 +47,11 @@ class SchedulerChoiceField(serializers.Field):
                 'give a scheduler name, e.g. "credit", or an object such as '
                 '{"name": "credit", "pressure_threshold": 0.4}'
             )
-        if len(data) > MAX_SCHEDULER_PARAMS:
+        if len(data) > MAX_SCHEDULER_PARAMS + 1:
             raise serializers.ValidationError(f"at most {MAX_SCHEDULER_PARAMS} scheduler parameters")
         name = data.get("name")
-        if name is not None and not isinstance(name, str):
-            raise serializers.ValidationError({"name": "must be a scheduler's name"})
+        if "name" in data and not isinstance(name, str):
+            raise serializers.ValidationError({"name": "must be a scheduler's name (or leave 'name' out)"})
         params = {k: v for k, v in data.items() if k != "name"}
         bad = {
             k: "must be a number, string or true/false"

@@ -52,6 +52,7 @@ def test_a_malformed_scheduler_is_a_400(api: Any, alice: Any, make_workflow: Any
     for scheduler, field in (
         (["credit"], "scheduler"),
         ({"name": "fastest"}, "scheduler"),
+        ({"name": None}, "scheduler.name"),
         ({"name": "credit", "window": [1]}, "scheduler.window"),
     ):
         response = api.post("/api/v1/runs/", {"workflow": workflow, "scheduler": scheduler}, format="json")
