@@ -329,6 +329,8 @@ class _Run:
         elif kind == "load_end":
             state.load_finished = t + self.t0
             state.loaded = event.get("loaded") or {}
+            planned = event.get("planned")
+            state.planned = planned if isinstance(planned, int) else None
         elif kind == "request_end":
             record = relative(event["record"], self.t0)
             if state.records is not None:

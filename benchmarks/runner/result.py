@@ -37,7 +37,9 @@ def build_result(
 ) -> ResultDocument:
     """Return the run's result: its nodes, its applications (requests read back from their records
     files) and the run's figures; times relative to ``t0``, the run's start on the shared clock."""
-    applications = [application_result(state) for state in nodes.values()]
+    applications = [
+        application_result(state, run_completed=status is RunStatus.COMPLETED) for state in nodes.values()
+    ]
     foreground_ends = [s.finished_at for s in nodes.values() if not s.background and s.finished_at]
     all_ends = [s.finished_at for s in nodes.values() if s.finished_at]
     ends = foreground_ends or all_ends
@@ -60,6 +62,8 @@ def build_result(
         critical_path=critical_path(workflow, nodes),
         mean_attainment=summary["mean_attainment"],
         fairness=summary["fairness"],
+        requests_requested=sum(a.requests_requested for a in applications),
+        requests_served=sum(a.requests_counted for a in applications),
         nodes=[node_result(state, t0) for state in nodes.values()],
         applications=applications,
         telemetry=monitor.result(spans, max(all_ends) - t0 if all_ends else None),
@@ -92,10 +96,21 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
     )
 
 
-def application_result(state: NodeState) -> ApplicationResult:
+def requested(state: NodeState, requests: list[RequestResult], *, run_completed: bool) -> int:
+    """Return the requests the workflow asked of a node (warm-up left out): those its driver planned
+    once loaded (a stream's chunks), else ``num_requests`` per session; for a background node the
+    runner stopped by design (its run completed), only those it began and was not stopped in."""
+    if state.background and run_completed and state.status is NodeStatus.STOPPED:
+        return sum(1 for r in requests if not r.warmup and r.status is not RequestStatus.INTERRUPTED)
+    if state.planned is not None:
+        return state.planned
+    return state.unit.num_requests * state.unit.concurrency
+
+
+def application_result(state: NodeState, *, run_completed: bool = True) -> ApplicationResult:
     """Return a node's ``applications`` entry: its requests read back from its records file (bounded
     by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, and their
-    figures."""
+    figures, attainment over the requests the workflow asked for (``requested``)."""
     unit, slos = state.unit, state.unit.slo
     # One record at a time from the file into its typed form: the records are held once, not also
     # as the dicts they were read as (the metrics read the models' own field mappings, vars()).
@@ -104,7 +119,8 @@ def application_result(state: NodeState) -> ApplicationResult:
     ]
     for r in requests:
         r.slo_met = metrics.request_slo_met(vars(r), slos) if r.status is RequestStatus.OK else None
-    figures = metrics.application_metrics([vars(r) for r in requests], slos)
+    asked = requested(state, requests, run_completed=run_completed)
+    figures = metrics.application_metrics([vars(r) for r in requests], slos, asked)
     return ApplicationResult.model_validate(
         {
             "name": state.name,
@@ -117,6 +133,7 @@ def application_result(state: NodeState) -> ApplicationResult:
             "slo": slos,
             "load_time_s": _load_time(state),
             "requests_total": len(requests),
+            "requests_requested": max(asked, figures["requests_counted"]),
             **figures,
             "requests": requests,
         }
@@ -125,7 +142,8 @@ def application_result(state: NodeState) -> ApplicationResult:
 
 def critical_path(workflow: Workflow, nodes: Mapping[str, NodeState]) -> list[str]:
     """Return the critical path: walk back from the last foreground node to finish through its
-    latest-finishing dependency (empty when no foreground node finished)."""
+    latest-finishing foreground dependency (empty when no foreground node finished). Background
+    nodes are never on it: they run until the foreground ends, so they finish last by design."""
     done = {n: s for n, s in nodes.items() if s.finished_at is not None and not s.background}
     if not done:
         return []
@@ -133,6 +151,6 @@ def critical_path(workflow: Workflow, nodes: Mapping[str, NodeState]) -> list[st
     path: list[str] = []
     while current is not None:
         path.append(current)
-        deps = [d for d in workflow.nodes[current].depend_on if nodes[d].finished_at is not None]
-        current = max(deps, key=lambda d: nodes[d].finished_at or 0.0) if deps else None
+        deps = [d for d in workflow.nodes[current].depend_on if d in done]
+        current = max(deps, key=lambda d: done[d].finished_at or 0.0) if deps else None
     return path[::-1]

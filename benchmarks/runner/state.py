@@ -34,6 +34,8 @@ class NodeState:
     records: IO[str] | None = None
     records_path: Path | None = None
     request_count: int = 0
+    # Records the application will report if it runs to the end (warm-up left out), told at load_end.
+    planned: int | None = None
     done_status: NodeStatus | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True

@@ -123,13 +123,24 @@ def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
     from benchmarks.cli import Progress
     from benchmarks.spec.load import load_yaml
 
-    wf = load_yaml("cap: {type: LiveCaptions}\nchat: {type: Sleep, num_requests: 2, concurrency: 2}\n")
+    text = "cap: {type: LiveCaptions}\n"
+    text += "chat: {type: Sleep, num_requests: 2, concurrency: 2, warmup_requests: 1}"
     out = io.StringIO()
-    progress = Progress(wf, out)
+    progress = Progress(load_yaml(text + "\n"), out)
+    ok = {"status": "ok", "warmup": False, "metrics": {}}
+    progress.on_event({"t": 0.5, "kind": "node_status", "node": "cap", "status": "running"})
+    # Once loaded, a stream says how many chunks it will send.
+    progress.on_event({"t": 1.0, "kind": "load_end", "node": "cap", "planned": 5})
     for node in ("cap", "cap", "cap", "chat"):
-        progress.on_event({"t": 1.0, "kind": "request_end", "node": node, "record": {"metrics": {}}})
+        progress.on_event({"t": 1.0, "kind": "request_end", "node": node, "record": ok})
+    # Neither a warm-up request nor an interrupted one is served: the counts are those of the result.
+    progress.on_event({"t": 1.0, "kind": "request_end", "node": "chat", "record": {**ok, "warmup": True}})
+    interrupted = {**ok, "status": "interrupted"}
+    progress.on_event({"t": 1.0, "kind": "request_end", "node": "chat", "record": interrupted})
     progress.on_event({"t": 1.0, "kind": "node_status", "node": "cap", "status": "succeeded"})
     progress.on_event({"t": 1.0, "kind": "node_status", "node": "chat", "status": "running"})
     lines = out.getvalue().splitlines()
-    assert "cap   succeeded 3 chunks" in lines[0]
-    assert "chat  loading   1/4 requests" in lines[1]
+    assert "cap   loading   0 chunks" in lines[0]
+    assert "cap   running   0/5 chunks" in lines[1]
+    assert "cap   succeeded 3/5 chunks" in lines[2]
+    assert "chat  loading   1/4 requests" in lines[3]

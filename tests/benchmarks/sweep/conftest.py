@@ -53,6 +53,7 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
         "slo": [parse_slo("ttft<=0.5s").model_dump()],
         "load_time_s": 1.0,
         "requests_total": len(ttfts),
+        "requests_requested": len(ttfts),
         "requests_counted": figures["requests_counted"],
         "requests_met": figures["requests_met"],
         "slo_attainment": figures["slo_attainment"],
@@ -85,6 +86,8 @@ def record(state: State, step: Step, ttfts: list[float], error: str | None = Non
             "critical_path": ["chat"],
             "mean_attainment": app["slo_attainment"],
             "fairness": 1.0,
+            "requests_requested": len(ttfts),
+            "requests_served": figures["requests_counted"],
             "nodes": [
                 {
                     "name": "chat",
