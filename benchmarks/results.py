@@ -237,13 +237,17 @@ def _count(value: Any) -> int:
 
 
 def headline(
-    mean_attainment: float | None, served: int, requested: int, partial: bool, *, digits: int = 1
+    mean_attainment: float | None, served: int, requested: int, partial: bool, *, measured: bool = True
 ) -> str:
-    """Return a run's headline figure: "mean SLO attainment 93.0 %" or "no SLOs", prefixed by
-    "partial: served N of M, " when the run did not do all its work (the CLI, ``submit``, the API
-    and the pages all show this text)."""
-    figure = "no SLOs" if mean_attainment is None else f"mean SLO attainment {mean_attainment:.{digits}%}"
-    return f"partial: served {served} of {requested}, {figure}" if partial else figure
+    """Return a run's headline figure: "mean SLO attainment 93.0%" or "no SLOs", prefixed by
+    "partial: served N of M, " when the run did not do all its work; only "partial: served N of M"
+    for a run that ended without a result (``measured`` false). The CLI, ``submit``, the API and the
+    pages all show this text."""
+    figure = "no SLOs" if mean_attainment is None else f"mean SLO attainment {mean_attainment:.1%}"
+    if not partial:
+        return figure
+    served_text = f"partial: served {served} of {requested}"
+    return f"{served_text}, {figure}" if measured else served_text
 
 
 def slo_of_v1(slo: Any) -> Any:

@@ -297,7 +297,7 @@ def partial_summary(progress: dict[str, Any]) -> dict[str, Any]:
     served = sum(int(n.get("done", 0)) for n in nodes)
     requested = sum(int(n.get("total", 0)) for n in nodes)
     return {
-        "headline": headline(None, served, requested, True),
+        "headline": headline(None, served, requested, True, measured=False),
         "partial": True,
         "requests_served": served,
         "requests_requested": requested,

@@ -96,7 +96,10 @@ def test_ctrl_c_cancels_the_run_and_still_writes_the_partial_bundle(tmp_path: Pa
     assert proc.returncode == 130
     doc = load_bundle(tmp_path / "c")
     assert doc.status == "cancelled" and doc.nodes[0].status == "stopped"
-    assert doc.applications[0].requests_counted >= 1
+    served = doc.applications[0].requests_counted
+    assert served >= 1
+    # The summary's headline says the run is partial, with what it served of what was asked.
+    assert f"run cancelled: partial: served {served} of 10000, no SLOs" in proc.stdout.read()
 
 
 def test_run_of_an_invalid_file_prints_the_problems_and_exits_2(tmp_path: Path) -> None:
@@ -144,3 +147,54 @@ def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
     assert "cap   running   0/5 chunks" in lines[1]
     assert "cap   succeeded 3/5 chunks" in lines[2]
     assert "chat  loading   1/4 requests" in lines[3]
+
+
+def _submitted(status: str, summary: dict | None) -> dict:
+    return {
+        "id": 7,
+        "status": status,
+        "error": "" if status == "succeeded" else "run cancelled",
+        "summary": summary,
+    }
+
+
+NO_SLOS = {
+    "headline": "no SLOs",
+    "mean_attainment": None,
+    "applications": [
+        {
+            "name": "nap",
+            "type": "Sleep",
+            "slo_attainment": None,
+            "requests_served": 2,
+            "requests_requested": 2,
+        }
+    ],
+}
+
+
+def test_submit_reports_a_workflow_without_slos_as_such_and_fails_it_only_when_slos_are_required(
+    capsys,
+) -> None:
+    from benchmarks.cli import EXIT_OK, EXIT_PROBLEMS, _report_submitted
+
+    assert _report_submitted(_submitted("succeeded", NO_SLOS), 0.9) == EXIT_OK
+    out = capsys.readouterr()
+    assert "SLO met no SLOs  served 2 of 2" in out.out and "run 7 succeeded: no SLOs" in out.out
+    assert _report_submitted(_submitted("succeeded", NO_SLOS), 0.9, require_slo=True) == EXIT_PROBLEMS
+    assert "has no SLOs (--require-slo)" in capsys.readouterr().err
+
+
+def test_submit_says_a_cancelled_run_is_partial_and_fails_it(capsys) -> None:
+    from benchmarks.cli import EXIT_PROBLEMS, _report_submitted
+
+    summary = {
+        **NO_SLOS,
+        "headline": "partial: served 2 of 9, mean SLO attainment 22.2%",
+        "mean_attainment": 0.222,
+    }
+    assert _report_submitted(_submitted("cancelled", summary), None) == EXIT_PROBLEMS
+    assert "run 7 cancelled: partial: served 2 of 9, mean SLO attainment 22.2%" in capsys.readouterr().out
+    # A run that ended before it had a summary (an older server, or cancelled before it started).
+    assert _report_submitted(_submitted("cancelled", None), None) == EXIT_PROBLEMS
+    assert "run 7 cancelled: partial" in capsys.readouterr().out

@@ -148,6 +148,8 @@ def test_the_headline_says_partial_with_what_was_served_and_no_slos_when_there_a
     assert headline(None, 0, 4, True) == "partial: served 0 of 4, no SLOs"
     assert headline(None, 4, 4, False) == "no SLOs"
     assert headline(0.875, 8, 8, False) == "mean SLO attainment 87.5%"
+    # A run that ended without a result has no figure to show, only what it served.
+    assert headline(None, 2, 9, True, measured=False) == "partial: served 2 of 9"
 
 
 def test_a_run_is_partial_when_it_was_cancelled_or_failed_or_a_node_failed() -> None:
