@@ -80,6 +80,8 @@ class RunProgress:
             # A started process first loads its model (load_end marks it running).
             node["status"] = NodeStatus.LOADING if status is NodeStatus.RUNNING else status
             node["reason"] = event.get("reason")
+            if isinstance(event.get("requested"), int):  # stopped by design: asked only what it began
+                node["total"] = event["requested"]
         elif kind == "load_start" and node is not None:
             node["status"] = NodeStatus.LOADING
         elif kind == "load_end" and node is not None:

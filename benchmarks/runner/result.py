@@ -37,9 +37,7 @@ def build_result(
 ) -> ResultDocument:
     """Return the run's result: its nodes, its applications (requests read back from their records
     files) and the run's figures; times relative to ``t0``, the run's start on the shared clock."""
-    applications = [
-        application_result(state, run_completed=status is RunStatus.COMPLETED) for state in nodes.values()
-    ]
+    applications = [application_result(state) for state in nodes.values()]
     foreground_ends = [s.finished_at for s in nodes.values() if not s.background and s.finished_at]
     all_ends = [s.finished_at for s in nodes.values() if s.finished_at]
     ends = foreground_ends or all_ends
@@ -96,18 +94,19 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
     )
 
 
-def requested(state: NodeState, requests: list[RequestResult], *, run_completed: bool) -> int:
+def requested(state: NodeState) -> int:
     """Return the requests the workflow asked of a node (warm-up left out): those its driver planned
-    once loaded (a stream's chunks), else ``num_requests`` per session; for a background node the
-    runner stopped by design (its run completed), only those it began and was not stopped in."""
-    if state.background and run_completed and state.status is NodeStatus.STOPPED:
-        return sum(1 for r in requests if not r.warmup and r.status is not RequestStatus.INTERRUPTED)
+    once loaded (a stream's chunks), else ``num_requests`` per session; for a node the runner stopped
+    by design (a background node once the foreground finished), only those it began and was not
+    stopped in."""
+    if state.stopped_by_design:
+        return state.began
     if state.planned is not None:
         return state.planned
     return state.unit.num_requests * state.unit.concurrency
 
 
-def application_result(state: NodeState, *, run_completed: bool = True) -> ApplicationResult:
+def application_result(state: NodeState) -> ApplicationResult:
     """Return a node's ``applications`` entry: its requests read back from its records file (bounded
     by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, and their
     figures, attainment over the requests the workflow asked for (``requested``)."""
@@ -119,7 +118,7 @@ def application_result(state: NodeState, *, run_completed: bool = True) -> Appli
     ]
     for r in requests:
         r.slo_met = metrics.request_slo_met(vars(r), slos) if r.status is RequestStatus.OK else None
-    asked = requested(state, requests, run_completed=run_completed)
+    asked = requested(state)
     figures = metrics.application_metrics([vars(r) for r in requests], slos, asked)
     return ApplicationResult.model_validate(
         {

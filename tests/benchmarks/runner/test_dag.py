@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.apps.base import AppStopped
+from benchmarks.progress import RunProgress
 from benchmarks.results import ApplicationResult, NodeResult, ResultDocument
 from benchmarks.runner import PreflightError, run_workflow
 from benchmarks.runner.process import _run_sessions
@@ -67,15 +68,19 @@ workflows:
     assert times == sorted(times)
 
 
-def test_background_node_is_stopped_when_every_foreground_node_has_finished() -> None:
-    result = run("""
+BACKGROUND = """
 bg: {type: Sleep, sleep_time: 0.1, num_requests: 1000}
 fg: {type: Sleep, sleep_time: 0.1, num_requests: 3}
 workflows:
   analysis: {uses: bg, background: true}
   brainstorm: {uses: fg}
   outline: {uses: fg, depend_on: [brainstorm, analysis]}
-""")
+"""
+
+
+def test_background_node_is_stopped_when_every_foreground_node_has_finished() -> None:
+    sink = Recorder()
+    result = run(BACKGROUND, sink=sink)
     analysis = node(result, "analysis")
     assert analysis.status == "stopped"
     assert "foreground finished" in analysis.reason
@@ -87,6 +92,12 @@ workflows:
     # Stopped by design: what it never began was never due, so it asked only what it served.
     analysis_app = app(result, "analysis")
     assert analysis_app.requests_requested == analysis_app.requests_counted
+    # The live progress ends on the same count as the result (one count of requests everywhere).
+    progress = RunProgress(load_yaml(BACKGROUND, name="t"))
+    for event in sink.events:
+        progress.on_event(event)
+    final = progress.state["nodes"]["analysis"]
+    assert (final["done"], final["total"]) == (analysis_app.requests_counted, analysis_app.requests_requested)
     assert not result.partial() and result.requests_served == result.requests_requested
     # The background node finished last, yet the critical path is the foreground's.
     assert result.critical_path == ["brainstorm", "outline"]
