@@ -106,6 +106,7 @@ def test_a_cancelled_runs_api_summary_and_page_say_partial_with_what_was_served(
     page = client.get(f"/runs/{run_id}/").content.decode()
     assert f"partial: served {served} of 200 requests" in page
     assert f"{served} / {served} / 200" in page  # met / served / requested in the SLO table
+    assert f"partial: served {served} of 200" in client.get("/runs/").content.decode()
 
 
 def test_a_user_cannot_cancel_another_users_run(
