@@ -27,7 +27,14 @@ from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
-from benchmarks.results import ResultDocument, default_out_dir, quality_table, slo_table, write_bundle
+from benchmarks.results import (
+    ResultDocument,
+    default_out_dir,
+    headline,
+    quality_table,
+    slo_table,
+    write_bundle,
+)
 from benchmarks.runner import PreflightError, machine_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
@@ -146,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--fail-under", type=float, help="with --wait: exit 1 if mean SLO attainment is below"
     )
+    submit.add_argument(
+        "--require-slo",
+        action="store_true",
+        help="with --fail-under: also fail a run whose workflow has no SLOs (by default it passes)",
+    )
     submit.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after S seconds")
     submit.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between polls")
     submit.set_defaults(func=cmd_submit)
@@ -224,6 +236,8 @@ class Progress:
         self.names = list(workflow.nodes)
         self.width = max(len(n) for n in self.names)
         self.records = {n: app_type(workflow.unit_of(n)).record for n in self.names}
+        # Nodes whose driver told how many records it will report (a stream's chunks, once loaded).
+        self.planned: set[str] = set()
         self.drawn = False
         self.lock = threading.Lock()
 
@@ -232,6 +246,8 @@ class Progress:
         if node not in self.records or not self.progress.on_event(event):
             return
         kind = event["kind"]
+        if kind == "load_end" and event.get("planned") is not None:
+            self.planned.add(node)
         with self.lock:
             if self.tty:
                 self._redraw()
@@ -240,10 +256,12 @@ class Progress:
 
     def _line(self, node: str) -> str:
         st = self.progress.state["nodes"][node]
-        if self.records[node] == "request":
-            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']}/{st['total']} requests"
-        else:
-            text = f"{node:<{self.width}}  {st['status']:<9} {st['done']} {self.records[node]}s"
+        done = (
+            f"{st['done']}/{st['total']}"
+            if self.records[node] == "request" or node in self.planned
+            else st["done"]
+        )
+        text = f"{node:<{self.width}}  {st['status']:<9} {done} {self.records[node]}s"
         last = st["last"].get("e2e")
         if last is not None:
             text += f"  last e2e {last:.3f}s"
@@ -263,7 +281,7 @@ class Progress:
 def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
     figure (when any application has one), then the run's figures."""
-    rows = [("node", "type", "status", "requests", "SLO met", "metric", "p50", "p99", "load")]
+    rows = [("node", "type", "status", "served/requested", "SLO met", "metric", "p50", "p99", "load")]
     status = {n.name: n.status for n in result.nodes}
     for row in slo_table(result.applications):
         att = row.attainment
@@ -272,8 +290,8 @@ def summary_table(result: ResultDocument) -> str:
                 row.application if row.first else "",
                 row.type if row.first else "",
                 status[row.application] if row.first else "",
-                f"{row.requests_counted}/{row.requests_total}" if row.first else "",
-                ("-" if att is None else f"{att:.0%}") if row.first else "",
+                f"{row.requests_counted}/{row.requests_requested}" if row.first else "",
+                ("no SLOs" if att is None else f"{att:.0%}") if row.first else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),
@@ -288,11 +306,14 @@ def summary_table(result: ResultDocument) -> str:
     if quality:
         lines.append("")
         lines += text_table([("node", "quality", "value", "of"), *quality], align="<<<>").splitlines()
-    ma, fair = result.mean_attainment, result.fairness
+    fair = result.fairness
+    figure = headline(
+        result.mean_attainment, result.requests_served, result.requests_requested, result.partial()
+    )
     lines.append("")
     lines.append(
-        f"run {result.status}: makespan {_secs(result.makespan_s)}, mean SLO attainment "
-        f"{'-' if ma is None else f'{ma:.1%}'}, fairness {'-' if fair is None else f'{fair:.3f}'}"
+        f"run {result.status}: {figure}, makespan {_secs(result.makespan_s)}, "
+        f"fairness {'-' if fair is None else f'{fair:.3f}'}"
     )
     return "\n".join(lines)
 
@@ -467,21 +488,35 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except ApiError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _report_submitted(run, args.fail_under)
+    return _report_submitted(run, args.fail_under, require_slo=args.require_slo)
 
 
-def _report_submitted(run: Mapping[str, Any], fail_under: float | None) -> int:
+def _report_submitted(run: Mapping[str, Any], fail_under: float | None, *, require_slo: bool = False) -> int:
     summary = run.get("summary") or {}
     for app in summary.get("applications", []):
         att = app.get("slo_attainment")
-        print(f"  {app['name']:<24} {app['type']:<14} SLO met {'-' if att is None else f'{att:.1%}'}")
+        served = ""
+        if app.get("requests_requested") is not None:
+            served = f"  served {app.get('requests_served')} of {app['requests_requested']}"
+        met = "no SLOs" if att is None else f"{att:.1%}"
+        print(f"  {app['name']:<24} {app['type']:<14} SLO met {met}{served}")
     mean = summary.get("mean_attainment")
-    print(f"run {run['id']} {run['status']}: mean SLO attainment {'-' if mean is None else f'{mean:.1%}'}")
-    if run["status"] != JobStatus.SUCCEEDED:
+    partial = run["status"] != JobStatus.SUCCEEDED
+    # The server's headline (benchmarks.results.headline); a run stored without one says what it can.
+    figure = summary.get("headline") or ("partial" if partial else headline(mean, 0, 0, False))
+    print(f"run {run['id']} {run['status']}: {figure}")
+    if partial:
         if run.get("error"):
             print(f"error: {run['error']}", file=sys.stderr)
         return EXIT_PROBLEMS
-    if fail_under is not None and (mean is None or mean < fail_under):
+    if fail_under is None:
+        return EXIT_OK
+    if mean is None:
+        if require_slo:
+            print("the workflow has no SLOs (--require-slo)", file=sys.stderr)
+            return EXIT_PROBLEMS
+        return EXIT_OK
+    if mean < fail_under:
         print(f"mean SLO attainment below {fail_under:.1%}", file=sys.stderr)
         return EXIT_PROBLEMS
     return EXIT_OK

@@ -87,14 +87,21 @@ def request_slo_met(record: Mapping[str, Any], slos: Sequence[SLO]) -> bool | No
     return all(s.metric in metrics and s.met(float(metrics[s.metric])) for s in slos)
 
 
-def application_metrics(requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO]) -> dict[str, Any]:
-    """Return per-application figures: attainment, per-metric summaries, normalised latency, throughput."""
+def application_metrics(
+    requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO], requested: int | None = None
+) -> dict[str, Any]:
+    """Return per-application figures: attainment, per-metric summaries, normalised latency, throughput.
+
+    ``requested`` is how many requests the workflow asked of the application (docs/metrics.md); the
+    attainment is over them, so a request never served is a miss. None: over the counted requests.
+    """
     rows = counted(requests)
     names = sorted({k for r in rows for k in r.get("metrics", {})})
     summaries = {m: summarize([float(r["metrics"][m]) for r in rows if m in r["metrics"]]) for m in names}
     met = [request_slo_met(r, slos) for r in rows]
     n_met = sum(1 for m in met if m)
-    attainment = n_met / len(rows) if slos and rows else None
+    due = len(rows) if requested is None else max(requested, len(rows))
+    attainment = n_met / due if slos and due else None
     normalized = {
         s.metric: summaries[s.metric]["mean"] / s.threshold_s
         for s in slos
@@ -114,21 +121,8 @@ def application_metrics(requests: Sequence[Mapping[str, Any]], slos: Sequence[SL
     }
 
 
-def normalized_performance(normalized_latency: Mapping[str, float]) -> float | None:
-    """Return an application's normalised performance: min(1, 1 / mean of its normalised latencies).
-
-    1.0 means the application gets its SLO (being faster than the SLO is worth nothing more to its
-    user, so two applications that both meet their SLOs are treated as equally served); 0.5 means
-    its latency is twice the SLO.
-    """
-    values = [v for v in normalized_latency.values() if v > 0]
-    if not values:
-        return None
-    return min(1.0, 1.0 / (sum(values) / len(values)))
-
-
 def jain_fairness(values: Sequence[float]) -> float | None:
-    """Return Jain's fairness index (sum x)^2 / (n * sum x^2), in (0, 1]; None for no values."""
+    """Return Jain's fairness index (sum x)^2 / (n * sum x^2), in (0, 1]; None for no values or all 0."""
     if not values:
         return None
     square_sum = sum(v * v for v in values)
@@ -137,15 +131,29 @@ def jain_fairness(values: Sequence[float]) -> float | None:
     return sum(values) ** 2 / (len(values) * square_sum)
 
 
+def fairness(attainments: Iterable[float | None]) -> float | None:
+    """Return a run's fairness: Jain's index over the SLO attainment of the applications that have an
+    SLO (``None`` entries, applications without one, are left out); None when there is none or every
+    one met nothing. 1/n when one of n applications meets every SLO and the others none."""
+    return jain_fairness([a for a in attainments if a is not None])
+
+
+def slowdown_fairness(
+    throughput: Mapping[str, float | None], solo: Mapping[str, float | None]
+) -> float | None:
+    """Return Jain's index over the applications' solo-normalised throughput (throughput in the run /
+    throughput alone), over the applications that have both figures; None when none has."""
+    ratios = [t / s for name, t in throughput.items() if t is not None and (s := solo.get(name))]
+    return jain_fairness(ratios)
+
+
 def run_summary(applications: Sequence[Mapping[str, Any]], makespan_s: float | None) -> dict[str, Any]:
-    """Return run-level figures: mean SLO attainment, Jain's fairness, makespan."""
+    """Return run-level figures of the applications' ``slo_attainment``: their mean over the
+    applications that have an SLO, the fairness, and the makespan as given."""
     attainments = [a["slo_attainment"] for a in applications if a.get("slo_attainment") is not None]
-    perf = [
-        p for a in applications if (p := normalized_performance(a.get("normalized_latency", {}))) is not None
-    ]
     return {
         "mean_attainment": sum(attainments) / len(attainments) if attainments else None,
-        "fairness": jain_fairness(perf),
+        "fairness": fairness(attainments),
         "makespan_s": makespan_s,
     }
 

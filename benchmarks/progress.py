@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from benchmarks.spec.model import Workflow, requests_per_run
-from benchmarks.status import NodeStatus
+from benchmarks.spec.model import Workflow
+from benchmarks.status import NodeStatus, RequestStatus
 
 
 class NodeProgress(TypedDict):
-    """One node's progress: its status, requests done of ``total``, the last request's metrics."""
+    """One node's progress: its status, requests served (counted: finished normally, not warm-up) of
+    the ``total`` the workflow asked for (warm-up left out; a stream's chunks once it has loaded), the
+    last request's metrics."""
 
     status: NodeStatus
     done: int
@@ -37,14 +39,13 @@ class ProgressState(TypedDict, total=False):
 
 def initial_progress(workflow: Workflow) -> ProgressState:
     """Return the progress of a run that has not started: every node pending, no request done."""
-    totals = requests_per_run(workflow)
     return {
         "t": 0.0,
         "nodes": {
             name: {
                 "status": NodeStatus.PENDING,
                 "done": 0,
-                "total": totals[name],
+                "total": workflow.unit_of(name).num_requests * workflow.unit_of(name).concurrency,
                 "type": workflow.unit_of(name).type,
                 "background": node.background,
                 "last": {},
@@ -79,13 +80,18 @@ class RunProgress:
             # A started process first loads its model (load_end marks it running).
             node["status"] = NodeStatus.LOADING if status is NodeStatus.RUNNING else status
             node["reason"] = event.get("reason")
+            if isinstance(event.get("requested"), int):  # stopped by design: asked only what it began
+                node["total"] = event["requested"]
         elif kind == "load_start" and node is not None:
             node["status"] = NodeStatus.LOADING
         elif kind == "load_end" and node is not None:
             node["status"] = NodeStatus.RUNNING
+            if isinstance(event.get("planned"), int):
+                node["total"] = event["planned"]
         elif kind == "request_end" and node is not None:
             record = event.get("record") or {}
-            node["done"] += 1
+            if record.get("status") == RequestStatus.OK and not record.get("warmup"):
+                node["done"] += 1
             node["last"] = {
                 k: v for k, v in (record.get("metrics") or {}).items() if isinstance(v, int | float)
             }

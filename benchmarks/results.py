@@ -20,12 +20,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchmarks.files import bundle_path
+from benchmarks.metrics import fairness
 from benchmarks.spec.model import SLO, parse_slo
 from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
 # Version 2: an application's ``slo`` is a list of {metric, op, threshold_s} (version 1: strings such
-# as "ttft<=1.0s"). Version 3: each application has ``quality`` (its quality figures). load_bundle and
-# ResultDocument read versions 1 and 2 too (see ``upgrade``).
+# as "ttft<=1.0s"). Version 3: each application has ``quality`` (its quality figures), and
+# ``fairness`` is Jain's index over the applications' SLO attainment, which is over the requests the
+# workflow asked for (``requests_requested``; version 2: over the served ones, fairness over mean
+# latencies). load_bundle and ResultDocument read versions 1 and 2 too (see ``upgrade``).
 SCHEMA_VERSION = 3
 
 
@@ -75,7 +78,10 @@ class ApplicationResult(_Strict):
     loaded: dict[str, Any]
     slo: list[SLO] = Field(description="the application's SLOs: metric, op (< or <=), threshold_s")
     load_time_s: float | None
-    requests_total: int
+    requests_total: int = Field(description="records reported, warm-up and interrupted ones included")
+    requests_requested: int = Field(
+        ge=0, description="requests the workflow asked for, warm-up left out: the attainment's denominator"
+    )
     requests_counted: int
     requests_met: int | None
     slo_attainment: float | None = Field(ge=0, le=1)
@@ -175,6 +181,8 @@ class ResultDocument(_Strict):
     critical_path: list[str]
     mean_attainment: float | None = Field(ge=0, le=1)
     fairness: float | None = Field(gt=0, le=1.0000001)
+    requests_requested: int = Field(ge=0, description="over the applications")
+    requests_served: int = Field(ge=0, description="counted requests over the applications")
     nodes: list[NodeResult]
     applications: list[ApplicationResult]
     telemetry: TelemetryResult | None = Field(None, description="None when the run had the monitor off")
@@ -187,6 +195,10 @@ class ResultDocument(_Strict):
     def failed_nodes(self) -> list[NodeResult]:
         """Return the nodes that did not do their work (failed, or skipped), in workflow order."""
         return [n for n in self.nodes if n.status.failing]
+
+    def partial(self) -> bool:
+        """Return whether the run did not do all its work: cancelled, failed, or a node failed."""
+        return self.problem() is not None
 
     def problem(self) -> str | None:
         """Return why the run did not succeed, or None when it did (it completed and no node failed).
@@ -206,19 +218,48 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     only), or ``data`` itself when it is not of an earlier version.
 
     Version 1 -> 2: each application's SLO strings ("ttft<=1.0s") become {metric, op, threshold_s}.
-    Version 2 -> 3: nothing to change (``quality`` was not recorded: it reads as empty).
+    Version 2 -> 3: ``quality`` was not recorded (it reads as empty); those bundles did not record
+    what the workflow asked for, so an application's ``requests_requested`` is its counted requests
+    (its attainment stays over them), and the fairness is recomputed from the applications'
+    attainment (benchmarks.metrics.fairness).
     Raises ValueError for an SLO string that does not parse.
     """
     version = data.get("schema_version")
     if version not in (1, 2):
         return data
     applications = data.get("applications")
-    if version == 1 and isinstance(applications, list):
-        applications = [
-            {**app, "slo": [slo_of_v1(s) for s in app.get("slo", [])]} if isinstance(app, dict) else app
-            for app in applications
-        ]
-    return {**data, "schema_version": SCHEMA_VERSION, "applications": applications}
+    if not isinstance(applications, list) or not all(isinstance(a, dict) for a in applications):
+        return {**data, "schema_version": SCHEMA_VERSION}
+    if version == 1:
+        applications = [{**app, "slo": [slo_of_v1(s) for s in app.get("slo", [])]} for app in applications]
+    applications = [{**app, "requests_requested": app.get("requests_counted")} for app in applications]
+    return {
+        **data,
+        "schema_version": SCHEMA_VERSION,
+        "applications": applications,
+        "fairness": fairness([a.get("slo_attainment") for a in applications]),
+        "requests_requested": sum(_count(a.get("requests_counted")) for a in applications),
+        "requests_served": sum(_count(a.get("requests_counted")) for a in applications),
+    }
+
+
+def _count(value: Any) -> int:
+    # Validation refuses a non-integer count where it stands; the sum leaves it out.
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def headline(
+    mean_attainment: float | None, served: int, requested: int, partial: bool, *, measured: bool = True
+) -> str:
+    """Return a run's headline figure: "mean SLO attainment 93.0%" or "no SLOs", prefixed by
+    "partial: served N of M, " when the run did not do all its work; only "partial: served N of M"
+    for a run that ended without a result (``measured`` false). The CLI, ``submit``, the API and the
+    pages all show this text."""
+    figure = "no SLOs" if mean_attainment is None else f"mean SLO attainment {mean_attainment:.1%}"
+    if not partial:
+        return figure
+    served_text = f"partial: served {served} of {requested}"
+    return f"{served_text}, {figure}" if measured else served_text
 
 
 def slo_of_v1(slo: Any) -> Any:
@@ -328,6 +369,7 @@ class SloRow:
     attainment: float | None
     requests_met: int | None
     requests_counted: int
+    requests_requested: int
     requests_total: int
     p50: float | None
     p90: float | None
@@ -362,6 +404,7 @@ def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
                     attainment=app.slo_attainment,
                     requests_met=app.requests_met,
                     requests_counted=app.requests_counted,
+                    requests_requested=app.requests_requested,
                     requests_total=app.requests_total,
                     p50=summary.p50 if summary else None,
                     p90=summary.p90 if summary else None,

@@ -225,6 +225,11 @@ class Driver(ABC):
         """Return the request inputs (prompts, captions, questions); cycled when fewer than requests."""
         return [None]
 
+    def planned_records(self) -> int:
+        """Return how many records (warm-up left out) this session will report if it runs to the end;
+        called after ``load()``."""
+        return self.unit.num_requests
+
     def run_request(self, record: RequestRecord, payload: Any) -> None:
         """Serve one request, filling ``record.metrics`` / ``info`` / ``series``."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_request or override run")

@@ -281,6 +281,13 @@ class CaptionsDriver(Driver):
             raise ValueError(f"audio file {path.name} of unit '{self.unit.name}' holds no samples")
         return samples
 
+    def planned_records(self) -> int:
+        """Return the chunks of the measured streams (each clip cut into ``chunk_s`` pieces)."""
+        unit = self.unit
+        step = round(self.options.chunk_s * SAMPLE_RATE)
+        streams = range(unit.warmup_requests, unit.warmup_requests + unit.num_requests)
+        return sum(max(1, -(-self.audio[self.clips[s % len(self.clips)].path].size // step)) for s in streams)
+
     def run(self) -> None:
         unit = self.unit
         index = 0

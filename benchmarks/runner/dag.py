@@ -19,12 +19,12 @@ from benchmarks.results import ResultDocument
 from benchmarks.runner.checks import PreflightError, preflight, resolve_device
 from benchmarks.runner.process import app_process_main, exit_reason
 from benchmarks.runner.records import RECORDS_DIR, records_path, relative, write_record
-from benchmarks.runner.result import build_result
+from benchmarks.runner.result import build_result, requested
 from benchmarks.runner.state import NodeState
 from benchmarks.schedulers import scheduler_for
 from benchmarks.schedulers.base import NodePlan, Scheduler, SchedulerError
 from benchmarks.spec.model import Workflow
-from benchmarks.status import NodeStatus, RunStatus
+from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
 POLL_S = 0.05
 # Events handled per node per pass of the main loop: an application that floods its pipe (thousands of
@@ -145,7 +145,12 @@ class _Run:
             state.reason = reason
         if status.terminal and state.finished_at is None:
             state.finished_at = clock.now()
-        self._emit("node_status", state.name, status=status, reason=state.reason)
+        fields = {}
+        if status is NodeStatus.STOPPED and state.background and self.status is RunStatus.COMPLETED:
+            # Stopped by design: only what it began was asked of it (docs/metrics.md).
+            state.stopped_by_design = True
+            fields["requested"] = requested(state)
+        self._emit("node_status", state.name, status=status, reason=state.reason, **fields)
 
     # -- main loop ---------------------------------------------------------------------------------
 
@@ -343,11 +348,15 @@ class _Run:
         elif kind == "load_end":
             state.load_finished = t + self.t0
             state.loaded = event.get("loaded") or {}
+            planned = event.get("planned")
+            state.planned = planned if isinstance(planned, int) else None
         elif kind == "request_end":
             record = relative(event["record"], self.t0)
             if state.records is not None:
                 write_record(state.records, record)
             state.request_count += 1
+            if not record.get("warmup") and record.get("status") != RequestStatus.INTERRUPTED:
+                state.began += 1
             self.scheduler.on_request_end(state.name, record)
             event["record"] = record
         elif kind == "done":

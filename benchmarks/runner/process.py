@@ -99,7 +99,11 @@ def app_process_main(
     drivers: list[Driver] = []
 
     def ready(loaded: list[dict[str, Any]]) -> None:
-        emit("load_end", loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions})
+        emit(
+            "load_end",
+            loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions},
+            planned=sum(d.planned_records() for d in drivers),
+        )
         while go is not None and not go.acquire(timeout=0.05):
             if stop_event.is_set():
                 raise AppStopped

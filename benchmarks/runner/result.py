@@ -61,6 +61,8 @@ def build_result(
         critical_path=critical_path(workflow, nodes),
         mean_attainment=summary["mean_attainment"],
         fairness=summary["fairness"],
+        requests_requested=sum(a.requests_requested for a in applications),
+        requests_served=sum(a.requests_counted for a in applications),
         nodes=[node_result(state, t0) for state in nodes.values()],
         applications=applications,
         telemetry=monitor.result(spans, max(all_ends) - t0 if all_ends else None),
@@ -93,10 +95,23 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
     )
 
 
+def requested(state: NodeState) -> int:
+    """Return the requests the workflow asked of a node (warm-up left out): those its driver planned
+    once loaded (a stream's chunks), else ``num_requests`` per session; for a node the runner stopped
+    by design (a background node once the foreground finished), only those it began and was not
+    stopped in."""
+    if state.stopped_by_design:
+        return state.began
+    if state.planned is not None:
+        return state.planned
+    return state.unit.num_requests * state.unit.concurrency
+
+
 def application_result(state: NodeState) -> ApplicationResult:
     """Return a node's ``applications`` entry: its requests read back from its records file (bounded
     by the workflow's requests per run, spec.Limits), each judged against the unit's SLOs, their
-    figures and the quality figures its application type declares (``AppType.quality``)."""
+    figures, attainment over the requests the workflow asked for (``requested``), and the quality
+    figures its application type declares (``AppType.quality``)."""
     unit, slos = state.unit, state.unit.slo
     # One record at a time from the file into its typed form: the records are held once, not also
     # as the dicts they were read as (the metrics read the models' own field mappings, vars()).
@@ -106,7 +121,8 @@ def application_result(state: NodeState) -> ApplicationResult:
     for r in requests:
         r.slo_met = metrics.request_slo_met(vars(r), slos) if r.status is RequestStatus.OK else None
     records = [vars(r) for r in requests]
-    figures = metrics.application_metrics(records, slos)
+    asked = requested(state)
+    figures = metrics.application_metrics(records, slos, asked)
     quality = metrics.quality_figures(records, app_type(unit).quality)
     return ApplicationResult.model_validate(
         {
@@ -120,6 +136,7 @@ def application_result(state: NodeState) -> ApplicationResult:
             "slo": slos,
             "load_time_s": _load_time(state),
             "requests_total": len(requests),
+            "requests_requested": max(asked, figures["requests_counted"]),
             **figures,
             "quality": quality,
             "requests": requests,
@@ -129,7 +146,8 @@ def application_result(state: NodeState) -> ApplicationResult:
 
 def critical_path(workflow: Workflow, nodes: Mapping[str, NodeState]) -> list[str]:
     """Return the critical path: walk back from the last foreground node to finish through its
-    latest-finishing dependency (empty when no foreground node finished)."""
+    latest-finishing foreground dependency (empty when no foreground node finished). Background
+    nodes are never on it: they run until the foreground ends, so they finish last by design."""
     done = {n: s for n, s in nodes.items() if s.finished_at is not None and not s.background}
     if not done:
         return []
@@ -137,6 +155,6 @@ def critical_path(workflow: Workflow, nodes: Mapping[str, NodeState]) -> list[st
     path: list[str] = []
     while current is not None:
         path.append(current)
-        deps = [d for d in workflow.nodes[current].depend_on if nodes[d].finished_at is not None]
-        current = max(deps, key=lambda d: nodes[d].finished_at or 0.0) if deps else None
+        deps = [d for d in workflow.nodes[current].depend_on if d in done]
+        current = max(deps, key=lambda d: done[d].finished_at or 0.0) if deps else None
     return path[::-1]

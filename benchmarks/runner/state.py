@@ -34,6 +34,12 @@ class NodeState:
     records: IO[str] | None = None
     records_path: Path | None = None
     request_count: int = 0
+    # Records the application will report if it runs to the end (warm-up left out), told at load_end.
+    planned: int | None = None
+    # Measured requests it began and was not stopped in (warm-up and interrupted records left out),
+    # and whether the runner stopped it by design (a background node once the foreground finished).
+    began: int = 0
+    stopped_by_design: bool = False
     done_status: NodeStatus | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True

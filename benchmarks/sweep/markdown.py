@@ -105,18 +105,19 @@ def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
         f"## Workflow {name}",
         "",
         "| scheduler | runs | mean attainment | SM activity serving (whole run) | fairness "
-        "| makespan (s) | GPU energy (J) |",
-        "|---|---|---|---|---|---|---|",
+        "| slowdown fairness | makespan (s) | GPU energy (J) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for scheduler, s in per.items():
         if not s.get("runs"):
-            lines.append(f"| {scheduler} | 0 | not run: {s.get('error')} | | | | |")
+            lines.append(f"| {scheduler} | 0 | not run: {s.get('error')} | | | | | |")
             continue
         runs = s["per_run"]
         lines.append(
             f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
             f"{_runs([r['mean_attainment'] for r in runs])} | {_num(s['sm_activity'])} % "
             f"({_num(s['sm_activity_run'])} %) | {_num(s['fairness'], '{:.2f}')} | "
+            f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
             f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
         )
     lines += [

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apps import resolve_type
-from benchmarks.metrics import application_metrics, quality_figures
+from benchmarks.metrics import application_metrics, quality_figures, slowdown_fairness
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
@@ -32,7 +32,8 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
     first = runs[0]
     slos = [SLO.model_validate(s) for s in first["slo"]]
     requests = [r for app in runs for r in app["requests"]]
-    pooled = application_metrics(requests, slos)
+    requested = sum(app["requests_requested"] for app in runs)
+    pooled = application_metrics(requests, slos, requested)
     app_type = resolve_type(first["type"])
     latency = {
         m: {"p50": s.get("p50"), "p99": s.get("p99")}
@@ -59,9 +60,10 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
     return out
 
 
-def _run_figures(result: Mapping[str, Any], bundle: Path) -> dict[str, Any]:
+def _run_figures(result: Mapping[str, Any], bundle: Path, solos: Mapping[str, Any]) -> dict[str, Any]:
     """Return one run's figures; SM activity while serving read back from its telemetry (bundles
-    written before the result had ``telemetry.serving`` have the samples, not the figure)."""
+    written before the result had ``telemetry.serving`` have the samples, not the figure); slowdown
+    fairness against the applications' solo runs (``solos``, by node name)."""
     run = (result.get("telemetry") or {}).get("run") or {}
     span = active_span(result["applications"])
     serving = TelemetryRecorder.load(bundle).window(*span, 1) if span else {}
@@ -71,6 +73,10 @@ def _run_figures(result: Mapping[str, Any], bundle: Path) -> dict[str, Any]:
         "sm_activity": serving.get("sm_activity_mean_pct"),
         "sm_activity_run": run.get("sm_activity_mean_pct"),
         "fairness": result["fairness"],
+        "slowdown_fairness": slowdown_fairness(
+            {a["name"]: a["throughput_rps"] for a in result["applications"]},
+            {name: solo["throughput_rps"] for name, solo in solos.items()},
+        ),
         "makespan_s": result["makespan_s"],
         "energy_j": run.get("gpu_energy_j"),
     }
@@ -85,15 +91,24 @@ def _scheduler_summary(
             "mean_attainment": None,
             "sm_activity": None,
             "fairness": None,
+            "slowdown_fairness": None,
             "makespan_s": None,
             "apps": {},
             "runs": 0,
             "error": "; ".join(errors) or None,
         }
-    per_run = [_run_figures(result, bundle) for result, bundle in runs]
+    per_run = [_run_figures(result, bundle, solos) for result, bundle in runs]
     out: dict[str, Any] = {
         key: _mean([r[key] for r in per_run])
-        for key in ("mean_attainment", "sm_activity", "sm_activity_run", "fairness", "makespan_s", "energy_j")
+        for key in (
+            "mean_attainment",
+            "sm_activity",
+            "sm_activity_run",
+            "fairness",
+            "slowdown_fairness",
+            "makespan_s",
+            "energy_j",
+        )
     }
     out["runs"] = len(per_run)
     out["per_run"] = per_run

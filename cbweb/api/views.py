@@ -272,7 +272,8 @@ class RunOutput(serializers.Serializer):
     progress = serializers.JSONField()
     summary = serializers.JSONField(
         allow_null=True,
-        help_text="once finished: per-application attainment, mean attainment, fairness, makespan_s",
+        help_text="once finished: headline, partial, requests_served, requests_requested, mean attainment, "
+        "fairness, makespan_s, per-application attainment (docs/api.md)",
     )
 
     def get_url(self, obj: Run) -> str:

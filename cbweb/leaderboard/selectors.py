@@ -11,7 +11,8 @@ from cbweb.runs.models import Run
 
 def leaderboard_rows() -> list[dict[str, Any]]:
     """Return one row per (workflow, platform, scheduler with its parameters): run count, mean
-    attainment and makespan (mean and 95 % CI over the runs), best first within each workflow."""
+    attainment, fairness and makespan (mean and 95 % CI over the runs), best first within each
+    workflow."""
     runs = Run.objects.filter(status=Run.Status.SUCCEEDED).select_related(
         "workflow_version__workflow", "platform"
     )
@@ -42,6 +43,7 @@ def leaderboard_rows() -> list[dict[str, Any]]:
             for r in group
             if r.summary and r.summary.get("mean_attainment") is not None
         ]
+        fair = [r.summary["fairness"] for r in group if r.summary and r.summary.get("fairness") is not None]
         mk = [r.summary["makespan_s"] for r in group if r.summary and r.summary.get("makespan_s") is not None]
         rows.append(
             {
@@ -51,6 +53,7 @@ def leaderboard_rows() -> list[dict[str, Any]]:
                 "scheduler": scheduler,
                 "runs": len(group),
                 "attainment": metrics.mean_ci95(att) if att else None,
+                "fairness": metrics.mean_ci95(fair) if fair else None,
                 "makespan": metrics.mean_ci95(mk) if mk else None,
             }
         )

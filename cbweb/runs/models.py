@@ -123,6 +123,9 @@ class ApplicationResult(models.Model):
     slo = models.JSONField(default=list, help_text="[{metric, op, threshold_s}] (benchmarks.spec.SLO)")
     slo_attainment = models.FloatField(null=True)
     requests_total = models.PositiveIntegerField(default=0)
+    requests_requested = models.PositiveIntegerField(
+        default=0, help_text="what the workflow asked for: the attainment's denominator"
+    )
     requests_counted = models.PositiveIntegerField(default=0)
     requests_met = models.PositiveIntegerField(null=True)
     load_time_s = models.FloatField(null=True)

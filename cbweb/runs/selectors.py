@@ -375,6 +375,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
                 [s["mean_attainment"] for s in summaries if s.get("mean_attainment") is not None]
             ),
             "fairness": _ci([s["fairness"] for s in summaries if s.get("fairness") is not None]),
+            "requests_served": sum(s.get("requests_served") or 0 for s in summaries),
+            "requests_requested": sum(s.get("requests_requested") or 0 for s in summaries),
+            "partial": any(s.get("partial") for s in summaries),
             "makespan_s": _ci([s["makespan_s"] for s in summaries if s.get("makespan_s") is not None]),
             "applications": {},
         }

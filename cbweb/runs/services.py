@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from benchmarks.progress import initial_progress
-from benchmarks.results import ResultDocument
+from benchmarks.results import ResultDocument, headline
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
@@ -276,7 +276,14 @@ def _status_of(document: ResultDocument) -> tuple[Run.Status, str]:
 def summary_of(document: ResultDocument) -> dict[str, Any]:
     """Return the run figures the API and the lists show (all computed by the engine)."""
     telemetry = document.telemetry.run.model_dump() if document.telemetry else None
+    partial = document.partial()
     return {
+        "headline": headline(
+            document.mean_attainment, document.requests_served, document.requests_requested, partial
+        ),
+        "partial": partial,
+        "requests_served": document.requests_served,
+        "requests_requested": document.requests_requested,
         "mean_attainment": document.mean_attainment,
         "fairness": document.fairness,
         "makespan_s": document.makespan_s,
@@ -287,11 +294,32 @@ def summary_of(document: ResultDocument) -> dict[str, Any]:
                 "name": a.name,
                 "type": a.type,
                 "slo_attainment": a.slo_attainment,
+                "requests_served": a.requests_counted,
+                "requests_requested": a.requests_requested,
                 "slo": [str(s) for s in a.slo],
                 "quality": {k: q.model_dump() for k, q in a.quality.items()},
             }
             for a in document.applications
         ],
+    }
+
+
+def partial_summary(progress: dict[str, Any]) -> dict[str, Any]:
+    """Return the summary of a run that ended without a result (cancelled before it started, worker
+    lost): partial, with the requests served and asked for as its live progress last counted them."""
+    nodes = (progress or {}).get("nodes", {}).values()
+    served = sum(int(n.get("done", 0)) for n in nodes)
+    requested = sum(int(n.get("total", 0)) for n in nodes)
+    return {
+        "headline": headline(None, served, requested, True, measured=False),
+        "partial": True,
+        "requests_served": served,
+        "requests_requested": requested,
+        "mean_attainment": None,
+        "fairness": None,
+        "makespan_s": None,
+        "telemetry": None,
+        "applications": [],
     }
 
 
@@ -373,8 +401,13 @@ def run_reap(*, lost_after_s: float) -> list[int]:
         # The status and the chart overview change together: a reader never sees a failed run
         # without its overview.
         with transaction.atomic():
-            changed = Run.objects.filter(pk=pk, status=Run.Status.RUNNING, heartbeat_at__lt=cutoff).update(
-                status=Run.Status.FAILED, error=error, finished_at=timezone.now()
+            lost = Run.objects.filter(pk=pk, status=Run.Status.RUNNING, heartbeat_at__lt=cutoff)
+            progress = lost.values_list("progress", flat=True).first()
+            changed = lost.update(
+                status=Run.Status.FAILED,
+                error=error,
+                finished_at=timezone.now(),
+                summary=partial_summary(progress or {}),
             )
             if changed:
                 run_refresh_telemetry_overview(run_id=pk)
@@ -383,10 +416,19 @@ def run_reap(*, lost_after_s: float) -> list[int]:
 
 
 def run_fail(*, run_id: int, error: str) -> bool:
-    """Mark a queued or running run failed with a message; return False if it had already finished."""
-    changed = Run.objects.filter(pk=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
-        status=Run.Status.FAILED, error=error[:10_000], finished_at=timezone.now()
-    )
+    """Mark a queued or running run failed with a message (its summary: partial, from its progress);
+    return False if it had already finished."""
+    with transaction.atomic():
+        open_run = Run.objects.select_for_update().filter(
+            pk=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]
+        )
+        progress = open_run.values_list("progress", flat=True).first()
+        changed = open_run.update(
+            status=Run.Status.FAILED,
+            error=error[:10_000],
+            finished_at=timezone.now(),
+            summary=partial_summary(progress or {}),
+        )
     return changed == 1
 
 
@@ -403,7 +445,8 @@ def run_cancel(*, run: Run, user: Any) -> Run:
         run.cancel_requested = True
         run.error = "cancelled before it started"
         run.finished_at = timezone.now()
-        run.save(update_fields=["status", "cancel_requested", "error", "finished_at"])
+        run.summary = partial_summary(run.progress)
+        run.save(update_fields=["status", "cancel_requested", "error", "finished_at", "summary"])
     elif run.status == Run.Status.RUNNING:
         # The worker polls the flag and stops the engine within seconds, keeping the partial data.
         run.cancel_requested = True

@@ -100,7 +100,10 @@ def test_ctrl_c_cancels_the_run_and_still_writes_the_partial_bundle(tmp_path: Pa
     assert proc.returncode == 130
     doc = load_bundle(tmp_path / "c")
     assert doc.status == "cancelled" and doc.nodes[0].status == "stopped"
-    assert doc.applications[0].requests_counted >= 1
+    served = doc.applications[0].requests_counted
+    assert served >= 1
+    # The summary's headline says the run is partial, with what it served of what was asked.
+    assert f"run cancelled: partial: served {served} of 10000, no SLOs" in proc.stdout.read()
 
 
 def test_run_of_an_invalid_file_prints_the_problems_and_exits_1_as_validate_does(tmp_path: Path) -> None:
@@ -188,16 +191,27 @@ def test_progress_counts_stream_chunks_without_a_made_up_total() -> None:
     from benchmarks.cli import Progress
     from benchmarks.spec.load import load_yaml
 
-    wf = load_yaml("cap: {type: LiveCaptions}\nchat: {type: Sleep, num_requests: 2, concurrency: 2}\n")
+    text = "cap: {type: LiveCaptions}\n"
+    text += "chat: {type: Sleep, num_requests: 2, concurrency: 2, warmup_requests: 1}"
     out = io.StringIO()
-    progress = Progress(wf, out)
+    progress = Progress(load_yaml(text + "\n"), out)
+    ok = {"status": "ok", "warmup": False, "metrics": {}}
+    progress.on_event({"t": 0.5, "kind": "node_status", "node": "cap", "status": "running"})
+    # Once loaded, a stream says how many chunks it will send.
+    progress.on_event({"t": 1.0, "kind": "load_end", "node": "cap", "planned": 5})
     for node in ("cap", "cap", "cap", "chat"):
-        progress.on_event({"t": 1.0, "kind": "request_end", "node": node, "record": {"metrics": {}}})
+        progress.on_event({"t": 1.0, "kind": "request_end", "node": node, "record": ok})
+    # Neither a warm-up request nor an interrupted one is served: the counts are those of the result.
+    progress.on_event({"t": 1.0, "kind": "request_end", "node": "chat", "record": {**ok, "warmup": True}})
+    interrupted = {**ok, "status": "interrupted"}
+    progress.on_event({"t": 1.0, "kind": "request_end", "node": "chat", "record": interrupted})
     progress.on_event({"t": 1.0, "kind": "node_status", "node": "cap", "status": "succeeded"})
     progress.on_event({"t": 1.0, "kind": "node_status", "node": "chat", "status": "running"})
     lines = out.getvalue().splitlines()
-    assert "cap   succeeded 3 chunks" in lines[0]
-    assert "chat  loading   1/4 requests" in lines[1]
+    assert "cap   loading   0 chunks" in lines[0]
+    assert "cap   running   0/5 chunks" in lines[1]
+    assert "cap   succeeded 3/5 chunks" in lines[2]
+    assert "chat  loading   1/4 requests" in lines[3]
 
 
 def test_the_summary_prints_a_quality_table_under_the_slo_table() -> None:
@@ -213,3 +227,54 @@ def test_the_summary_prints_a_quality_table_under_the_slo_table() -> None:
     assert lines[start + 2].split() == [chat.name, "tokens_out", "31.2", "tokens/request", "4"]
     assert lines[start + 3].split() == ["decode_rate", "41.2", "tokens/s", "4"]
     assert lines[start + 4] == "" and lines[-1].startswith("run ")
+
+
+def _submitted(status: str, summary: dict | None) -> dict:
+    return {
+        "id": 7,
+        "status": status,
+        "error": "" if status == "succeeded" else "run cancelled",
+        "summary": summary,
+    }
+
+
+NO_SLOS = {
+    "headline": "no SLOs",
+    "mean_attainment": None,
+    "applications": [
+        {
+            "name": "nap",
+            "type": "Sleep",
+            "slo_attainment": None,
+            "requests_served": 2,
+            "requests_requested": 2,
+        }
+    ],
+}
+
+
+def test_submit_reports_a_workflow_without_slos_as_such_and_fails_it_only_when_slos_are_required(
+    capsys,
+) -> None:
+    from benchmarks.cli import EXIT_OK, EXIT_PROBLEMS, _report_submitted
+
+    assert _report_submitted(_submitted("succeeded", NO_SLOS), 0.9) == EXIT_OK
+    out = capsys.readouterr()
+    assert "SLO met no SLOs  served 2 of 2" in out.out and "run 7 succeeded: no SLOs" in out.out
+    assert _report_submitted(_submitted("succeeded", NO_SLOS), 0.9, require_slo=True) == EXIT_PROBLEMS
+    assert "has no SLOs (--require-slo)" in capsys.readouterr().err
+
+
+def test_submit_says_a_cancelled_run_is_partial_and_fails_it(capsys) -> None:
+    from benchmarks.cli import EXIT_PROBLEMS, _report_submitted
+
+    summary = {
+        **NO_SLOS,
+        "headline": "partial: served 2 of 9, mean SLO attainment 22.2%",
+        "mean_attainment": 0.222,
+    }
+    assert _report_submitted(_submitted("cancelled", summary), None) == EXIT_PROBLEMS
+    assert "run 7 cancelled: partial: served 2 of 9, mean SLO attainment 22.2%" in capsys.readouterr().out
+    # A run that ended before it had a summary (an older server, or cancelled before it started).
+    assert _report_submitted(_submitted("cancelled", None), None) == EXIT_PROBLEMS
+    assert "run 7 cancelled: partial" in capsys.readouterr().out

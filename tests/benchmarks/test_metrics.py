@@ -63,22 +63,47 @@ def test_jain_fairness_is_one_for_equal_and_one_over_n_for_a_single_winner() -> 
     assert metrics.jain_fairness([]) is None
 
 
+def test_requests_never_served_are_misses_when_the_workflow_asked_for_them() -> None:
+    slos = [parse_slo("e2e<=1s")]
+    out = metrics.application_metrics([req(0.5), req(0.5)], slos, requested=8)
+    assert out["requests_counted"] == 2 and out["requests_met"] == 2
+    assert out["slo_attainment"] == 0.25
+    # An application that served nothing of what it was asked attains 0, not "no figure".
+    assert metrics.application_metrics([], slos, requested=3)["slo_attainment"] == 0.0
+    # Nothing asked, nothing served: no figure.
+    assert metrics.application_metrics([], slos, requested=0)["slo_attainment"] is None
+
+
 def test_run_summary_averages_attainment_over_applications_with_slos() -> None:
-    apps = [
-        {"slo_attainment": 1.0, "normalized_latency": {"e2e": 0.5}},
-        {"slo_attainment": 0.5, "normalized_latency": {"e2e": 2.0, "ttft": 2.0}},
-        {"slo_attainment": None, "normalized_latency": {}},
-    ]
+    apps = [{"slo_attainment": 1.0}, {"slo_attainment": 0.5}, {"slo_attainment": None}]
     out = metrics.run_summary(apps, 12.0)
     assert out["mean_attainment"] == 0.75
-    # normalised performance: 1.0 (capped: faster than the SLO) and 0.5 -> (1.5)^2 / (2 * 1.25)
+    # Jain over (1.0, 0.5): 1.5^2 / (2 * 1.25); the application without an SLO is left out.
     assert out["fairness"] == pytest.approx(0.9)
     assert out["makespan_s"] == 12.0
 
 
-def test_applications_that_all_meet_their_slos_are_perfectly_fair() -> None:
-    apps = [{"slo_attainment": 1.0, "normalized_latency": {"e2e": v}} for v in (0.05, 0.5, 1.0)]
-    assert metrics.run_summary(apps, 1.0)["fairness"] == pytest.approx(1.0)
+def test_two_applications_one_meeting_every_slo_and_the_other_none_have_fairness_one_half() -> None:
+    slos = [parse_slo("e2e<=1s")]
+    fast = metrics.application_metrics([req(0.5), req(0.2)], slos, requested=2)
+    slow = metrics.application_metrics([req(3.0), req(2.0)], slos, requested=2)
+    assert (fast["slo_attainment"], slow["slo_attainment"]) == (1.0, 0.0)
+    assert metrics.run_summary([fast, slow], 1.0)["fairness"] == pytest.approx(0.5)
+
+
+def test_fairness_does_not_depend_on_how_far_under_their_slos_the_applications_are() -> None:
+    assert metrics.fairness([1.0, 1.0, 1.0]) == pytest.approx(1.0)
+    assert metrics.fairness([None, None]) is None
+    # Every application met nothing: Jain's index is undefined, not "perfectly fair".
+    assert metrics.fairness([0.0, 0.0]) is None
+
+
+def test_slowdown_fairness_is_jain_over_throughput_relative_to_each_application_alone() -> None:
+    # chat keeps half its solo throughput, image all of it; captions has no solo run and is left out.
+    out = metrics.slowdown_fairness({"chat": 1.0, "image": 0.5, "captions": 2.0}, {"chat": 2.0, "image": 0.5})
+    assert out == pytest.approx(1.5**2 / (2 * 1.25))
+    assert metrics.slowdown_fairness({"chat": None}, {"chat": 1.0}) is None
+    assert metrics.slowdown_fairness({"chat": 1.0}, {"chat": 0.0}) is None
 
 
 def test_confidence_interval_uses_student_t() -> None:

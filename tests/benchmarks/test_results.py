@@ -18,6 +18,7 @@ from benchmarks.results import (
     ResultDocument,
     SloRow,
     format_quality,
+    headline,
     load_bundle,
     quality_table,
     shown_metrics,
@@ -28,6 +29,9 @@ from benchmarks.spec.model import SLO
 from benchmarks.status import NodeStatus, RunStatus
 
 V1_BUNDLE = Path(__file__).parent / "fixtures" / "result-v1.json"  # written by the schema 1 CLI
+# The schema 2 code's write_bundle of the version 1 bundle: fairness over mean latencies, attainment
+# over the served requests.
+V2_BUNDLE = Path(__file__).parent / "fixtures" / "result-v2.json"
 
 
 def application(
@@ -50,6 +54,7 @@ def application(
             "requests_met": 2,
             "requests_counted": 4,
             "requests_total": 5,
+            "requests_requested": 4,
             "normalized_latency": {"ttft": 0.8},
             "load_time_s": 1.5,
             "throughput_rps": 3.0,
@@ -78,6 +83,7 @@ def test_an_application_has_one_row_per_slo_metric_and_its_own_cells_on_the_firs
         attainment=0.5,
         requests_met=2,
         requests_counted=4,
+        requests_requested=4,
         requests_total=5,
         p50=0.1,
         p90=0.2,
@@ -135,6 +141,41 @@ def test_a_schema_2_bundle_is_read_with_no_quality_figures(tmp_path: Path) -> No
     assert quality_table(doc.applications) == []
 
 
+def test_a_schema_2_bundle_is_read_with_fairness_recomputed_from_its_applications_attainment(
+    tmp_path: Path,
+) -> None:
+    raw = json.loads(V2_BUNDLE.read_text())
+    # Written with the old index (Jain over mean latency against the SLO, capped at 1).
+    assert raw["schema_version"] == 2 and raw["fairness"] == pytest.approx(0.50008, abs=1e-5)
+    shutil.copy(V2_BUNDLE, tmp_path / "result.json")
+    doc = load_bundle(tmp_path)
+    assert doc.schema_version == 3
+    # chat met every SLO, nap none: Jain over (1, 0).
+    assert [a.slo_attainment for a in doc.applications] == [1.0, 0.0]
+    assert doc.fairness == 0.5
+    # The ask was not recorded: taken as what was served, so attainments read as they were written.
+    assert [a.requests_requested for a in doc.applications] == [a.requests_counted for a in doc.applications]
+    assert doc.requests_requested == doc.requests_served == 3
+    assert doc.mean_attainment == raw["mean_attainment"]
+
+
+def test_the_headline_says_partial_with_what_was_served_and_no_slos_when_there_are_none() -> None:
+    assert headline(0.5, 3, 10, True) == "partial: served 3 of 10, mean SLO attainment 50.0%"
+    assert headline(None, 0, 4, True) == "partial: served 0 of 4, no SLOs"
+    assert headline(None, 4, 4, False) == "no SLOs"
+    assert headline(0.875, 8, 8, False) == "mean SLO attainment 87.5%"
+    # A run that ended without a result has no figure to show, only what it served.
+    assert headline(None, 2, 9, True, measured=False) == "partial: served 2 of 9"
+
+
+def test_a_run_is_partial_when_it_was_cancelled_or_failed_or_a_node_failed() -> None:
+    doc = load_bundle(V2_BUNDLE)
+    assert not doc.partial()
+    assert doc.model_copy(update={"status": RunStatus.CANCELLED, "reason": "run cancelled"}).partial()
+    failed = doc.nodes[0].model_copy(update={"status": NodeStatus.FAILED, "reason": "boom"})
+    assert doc.model_copy(update={"nodes": [failed, *doc.nodes[1:]]}).partial()
+
+
 def test_a_schema_1_bundle_with_a_malformed_slo_is_refused_with_the_slo_named(tmp_path: Path) -> None:
     raw = json.loads(V1_BUNDLE.read_text())
     raw["applications"][0]["slo"] = ["ttft about 1s"]
@@ -160,9 +201,11 @@ def test_write_bundle_writes_slos_as_metric_op_and_threshold_and_reads_back_equa
         {"metric": "step", "op": "<", "threshold_s": 0.25},
     ]
     assert load_bundle(tmp_path / "b") == doc
-    # Apart from the SLOs, the same fields as the version 1 file: none added, none lost.
+    # Apart from the SLOs and the counts of requests asked for and served, the same fields as the
+    # version 1 file: none lost.
     raw = json.loads(V1_BUNDLE.read_text())
-    assert {k for k in _keys(written) if not k.startswith(".applications.slo.")} == _keys(raw)
+    added = {".applications.requests_requested", ".requests_requested", ".requests_served"}
+    assert {k for k in _keys(written) if not k.startswith(".applications.slo.")} == _keys(raw) | added
     csv = (tmp_path / "b" / "chat.csv").read_text().splitlines()
     assert csv[0].startswith("index,arrival_s,start_s,end_s,status,warmup,slo_met") and len(csv) == 3
 

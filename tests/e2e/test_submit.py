@@ -65,6 +65,18 @@ def test_submit_fails_the_job_when_attainment_is_below_the_bar(live_app: LiveApp
     assert "mean SLO attainment 0.0%" in out.stdout and "below 90.0%" in out.stderr
 
 
+def test_submit_of_a_workflow_without_slos_passes_fail_under_unless_slos_are_required(
+    live_app: LiveApp, tmp_path: Path
+) -> None:
+    wf = tmp_path / "ci-noslo.yml"
+    wf.write_text("quick: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2}\n")
+    out = _submit(live_app, wf, "--wait", "--fail-under", "0.9")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "succeeded: no SLOs" in out.stdout and "served 2 of 2" in out.stdout
+    out = _submit(live_app, wf, "--wait", "--fail-under", "0.9", "--require-slo")
+    assert out.returncode == 1 and "no SLOs (--require-slo)" in out.stderr
+
+
 def test_submit_of_an_invalid_workflow_prints_the_servers_errors_with_lines(
     live_app: LiveApp, tmp_path: Path
 ) -> None:

@@ -253,6 +253,10 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_by_the_sweeper_with_its_d
     # first watches the database for that long) plus a sweep and a process start.
     assert time.monotonic() - killed < 2 * LOST_AFTER_S + HEARTBEAT_S + 30
     assert run.progress["nodes"]["slow"]["done"] >= 3
+    # Its summary says it is partial, with what its progress counted.
+    served = sum(n["done"] for n in run.progress["nodes"].values())
+    assert (run.summary["partial"], run.summary["requests_served"]) == (True, served)
+    assert run.summary["headline"] == f"partial: served {served} of {run.summary['requests_requested']}"
     assert TelemetryChunk.objects.filter(run_id=run_id).count() == chunks
     assert run.telemetry_overview, "the partial telemetry has no chart overview"
     # Without their runner the application processes and the monitor stop too.

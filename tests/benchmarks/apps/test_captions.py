@@ -45,6 +45,8 @@ def test_shipped_clips_are_captioned_live_with_wer_at_most_0_35(run_driver):
         assert "reference" not in final["info"]
         assert "".join(c["info"]["text"] + " " for c in chunks).split() == final["info"]["transcript"].split()
     assert run.gate.steps["audio_chunk"] == len(records)
+    # What the stream asks for is known once the clips are loaded: every chunk of every stream.
+    assert run.driver.planned_records() == len(records)
 
 
 @pytest.mark.models
@@ -58,7 +60,7 @@ def test_latency_counts_queueing_when_processing_falls_behind(run_driver, tmp_pa
     # chunks pile up and each waits for the ones before it.
     run = run_driver(CAPTIONS + f"  chunk_s: 0.05\n  client_command_file: {short}\n")
     latencies = [r["metrics"]["chunk"] for r in run.records]
-    assert len(latencies) == 12
+    assert len(latencies) == 12 == run.driver.planned_records()
     assert latencies[-1] > latencies[1] + 0.25
     assert all(b >= a - 0.02 for a, b in itertools.pairwise(latencies[1:]))
     assert "wer" not in run.records[-1]["info"]  # no short.txt next to it

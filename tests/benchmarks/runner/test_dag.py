@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.apps.base import AppStopped
+from benchmarks.progress import RunProgress
 from benchmarks.results import ApplicationResult, NodeResult, ResultDocument
 from benchmarks.runner import PreflightError, run_workflow
 from benchmarks.runner.process import _run_sessions
@@ -67,15 +68,19 @@ workflows:
     assert times == sorted(times)
 
 
-def test_background_node_is_stopped_when_every_foreground_node_has_finished() -> None:
-    result = run("""
+BACKGROUND = """
 bg: {type: Sleep, sleep_time: 0.1, num_requests: 1000}
 fg: {type: Sleep, sleep_time: 0.1, num_requests: 3}
 workflows:
   analysis: {uses: bg, background: true}
   brainstorm: {uses: fg}
   outline: {uses: fg, depend_on: [brainstorm, analysis]}
-""")
+"""
+
+
+def test_background_node_is_stopped_when_every_foreground_node_has_finished() -> None:
+    sink = Recorder()
+    result = run(BACKGROUND, sink=sink)
     analysis = node(result, "analysis")
     assert analysis.status == "stopped"
     assert "foreground finished" in analysis.reason
@@ -84,6 +89,41 @@ workflows:
     assert analysis.finished_at - node(result, "outline").finished_at < 2.0
     assert 0 < app(result, "analysis").requests_counted < 1000
     assert result.status == "completed"
+    # Stopped by design: what it never began was never due, so it asked only what it served.
+    analysis_app = app(result, "analysis")
+    assert analysis_app.requests_requested == analysis_app.requests_counted
+    # The live progress ends on the same count as the result (one count of requests everywhere).
+    progress = RunProgress(load_yaml(BACKGROUND, name="t"))
+    for event in sink.events:
+        progress.on_event(event)
+    final = progress.state["nodes"]["analysis"]
+    assert (final["done"], final["total"]) == (analysis_app.requests_counted, analysis_app.requests_requested)
+    assert not result.partial() and result.requests_served == result.requests_requested
+    # The background node finished last, yet the critical path is the foreground's.
+    assert result.critical_path == ["brainstorm", "outline"]
+
+
+def test_a_background_node_with_an_slo_stopped_by_design_is_not_charged_for_what_it_never_began() -> None:
+    result = run("""
+bg: {type: Sleep, sleep_time: 0.05, num_requests: 1000, slo: ["e2e<=10s"]}
+fg: {type: Sleep, sleep_time: 0.3, num_requests: 2, slo: ["e2e<=10s"]}
+workflows:
+  research: {uses: bg, background: true}
+  chat: {uses: fg}
+""")
+    assert node(result, "research").status == "stopped"
+    assert app(result, "research").slo_attainment == 1.0
+    assert result.mean_attainment == 1.0 and result.fairness == pytest.approx(1.0)
+
+
+def test_a_run_where_one_application_meets_every_slo_and_the_other_none_has_fairness_one_half() -> None:
+    result = run("""
+quick: {type: Sleep, sleep_time: 0.01, num_requests: 3, slo: ["e2e<=5s"]}
+late: {type: Sleep, sleep_time: 0.05, num_requests: 3, slo: ["e2e<1ms"]}
+""")
+    assert [a.slo_attainment for a in result.applications] == [1.0, 0.0]
+    assert result.fairness == pytest.approx(0.5)
+    assert result.mean_attainment == 0.5
 
 
 START_TOGETHER = """
@@ -194,6 +234,29 @@ workflows:
     assert node(result, "k").status == "stopped"  # ignored the stop request: terminated
     assert node(result, "l").status == "skipped"
     assert app(result, "s").requests_counted >= 3
+    # Every request the workflow asked for counts: what was never served is missing from the total.
+    s, k, later = app(result, "s"), app(result, "k"), app(result, "l")
+    assert (s.requests_requested, k.requests_requested, later.requests_requested) == (1000, 5, 1)
+    assert result.requests_requested == 1006
+    assert result.requests_served == s.requests_counted + k.requests_counted + later.requests_counted
+    assert result.partial()
+
+
+def test_a_cancelled_run_whose_applications_served_nothing_attains_nothing() -> None:
+    sink = Recorder()
+    result = run(
+        """
+stuck: {type: Synthetic, steps: 1, step_ms: 60000, num_requests: 4, slo: ["e2e<=100s"]}
+""",
+        sink=sink,
+        cancel=lambda: "load_end" in sink.kinds("stuck"),
+        stop_grace_s=0.5,
+    )
+    assert result.status == "cancelled"
+    stuck = app(result, "stuck")
+    assert (stuck.requests_counted, stuck.requests_requested) == (0, 4)
+    assert stuck.slo_attainment == 0.0 and result.mean_attainment == 0.0
+    assert result.fairness is None
 
 
 def test_time_limit_fails_the_run() -> None:
@@ -239,7 +302,7 @@ a:
   slo: ["e2e<=10s", "step<1us"]
 """)
     a = app(result, "a")
-    assert a.requests_total == 6 and a.requests_counted == 4
+    assert a.requests_total == 6 and a.requests_counted == 4 and a.requests_requested == 4
     assert a.slo_attainment == 0.0 and a.requests_met == 0
     assert all(r.slo_met is False for r in a.requests)
     assert a.normalized_latency["e2e"] < 0.01

@@ -61,6 +61,7 @@ def record(
         "slo": [parse_slo("ttft<=0.5s").model_dump()],
         "load_time_s": 1.0,
         "requests_total": len(ttfts),
+        "requests_requested": len(ttfts),
         "requests_counted": figures["requests_counted"],
         "requests_met": figures["requests_met"],
         "slo_attainment": figures["slo_attainment"],
@@ -93,6 +94,8 @@ def record(
             "critical_path": ["chat"],
             "mean_attainment": app["slo_attainment"],
             "fairness": 1.0,
+            "requests_requested": len(ttfts),
+            "requests_served": figures["requests_counted"],
             "nodes": [
                 {
                     "name": "chat",

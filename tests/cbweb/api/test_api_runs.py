@@ -68,8 +68,45 @@ def test_finished_run_detail_has_the_summary(api: Any, alice: Any, make_workflow
     summary = body["summary"]
     assert summary["mean_attainment"] == 1.0 and summary["fairness"] == 1.0 and summary["makespan_s"] > 0
     assert summary["applications"][0]["slo_attainment"] == 1.0
+    assert summary["partial"] is False and summary["requests_served"] == summary["requests_requested"] == 1
+    assert summary["headline"] == "mean SLO attainment 100.0%"
     result = api.get(f"/api/v1/runs/{run.pk}/result/").json()
     assert len(result["applications"][0]["requests"]) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_runs_api_summary_and_page_say_partial_with_what_was_served(
+    alice: Any, make_workflow: Any, make_token: Any, settings: Any
+) -> None:
+    settings.CB_RUN_EXECUTOR = "local"
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(alice)}")
+    workflow = make_workflow(
+        alice, yaml_text="nap:\n  type: Sleep\n  sleep_time: 0.1\n  num_requests: 200\n  slo: ['e2e<=5s']\n"
+    )
+    run_id = client.post("/api/v1/runs/", {"workflow": workflow.pk}, format="json").json()["id"]
+    deadline = time.monotonic() + 60
+    # Cancel once the run has served a few requests.
+    while time.monotonic() < deadline:
+        progress = Run.objects.get(pk=run_id).progress.get("nodes", {}).get("nap", {})
+        if progress.get("done", 0) >= 3:
+            break
+        time.sleep(0.1)
+    assert client.post(f"/api/v1/runs/{run_id}/cancel/").status_code == 200
+    while Run.objects.get(pk=run_id).status == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    body = client.get(f"/api/v1/runs/{run_id}/").json()
+    assert body["status"] == "cancelled"
+    summary = body["summary"]
+    served = summary["requests_served"]
+    assert summary["partial"] is True and 3 <= served < 200 and summary["requests_requested"] == 200
+    assert summary["headline"].startswith(f"partial: served {served} of 200, ")
+    # The requests never served are misses: the attainment is over the 200 asked for.
+    assert summary["mean_attainment"] == pytest.approx(served / 200)
+    page = client.get(f"/runs/{run_id}/").content.decode()
+    assert f"partial: served {served} of 200 requests" in page
+    assert f"{served} / {served} / 200" in page  # met / served / requested in the SLO table
+    assert f"partial: served {served} of 200" in client.get("/runs/").content.decode()
 
 
 def test_a_user_cannot_cancel_another_users_run(

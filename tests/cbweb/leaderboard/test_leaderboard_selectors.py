@@ -14,12 +14,14 @@ def test_rows_group_succeeded_runs_and_rank_by_mean_attainment(alice: Any, make_
     other = run_create(version=version_latest(workflow=workflow), user=alice, scheduler="credit")[0]
     for run, attainment in zip([*runs, other], [0.5, 0.7, 0.9, 0.95], strict=True):
         Run.objects.filter(pk=run.pk).update(
-            status="succeeded", summary={"mean_attainment": attainment, "makespan_s": 2.0}
+            status="succeeded",
+            summary={"mean_attainment": attainment, "fairness": attainment, "makespan_s": 2.0},
         )
     rows = leaderboard_rows()
     assert [(r["scheduler"], r["runs"]) for r in rows] == [("credit", 1), ("greedy", 3)]
     mean, half = rows[1]["attainment"]
     assert abs(mean - 0.7) < 1e-9 and half is not None and half > 0
+    assert abs(rows[1]["fairness"][0] - 0.7) < 1e-9 and rows[0]["fairness"] == (0.95, None)
 
 
 def test_runs_under_other_scheduler_parameters_rank_as_their_own_configuration(
@@ -38,3 +40,14 @@ def test_runs_under_other_scheduler_parameters_rank_as_their_own_configuration(
         ("credit (pressure_threshold=0.4)", 1),
         ("credit", 1),
     ]
+
+
+def test_the_page_shows_fairness_and_no_slos_for_a_workflow_without_any(
+    client: Any, alice: Any, make_workflow: Any
+) -> None:
+    (run,) = run_create(version=version_latest(workflow=make_workflow(alice)), user=alice)
+    Run.objects.filter(pk=run.pk).update(
+        status="succeeded", summary={"mean_attainment": None, "fairness": None, "makespan_s": 2.0}
+    )
+    page = client.get("/leaderboard/").content.decode()
+    assert "<th>Fairness</th>" in page and "<td>no SLOs</td>" in page

@@ -54,7 +54,7 @@ def test_a_run_that_cannot_start_here_is_failed_with_the_preflight_message(
 
     if gpus():
         pytest.skip("this machine has a GPU, so device: gpu can start")
-    run = make_run(make_workflow(alice, yaml_text="g:\n  type: Sleep\n  device: gpu\n"), alice)
+    run = make_run(make_workflow(alice, yaml_text="g: {type: Synthetic, load: torch, device: gpu}\n"), alice)
     assert run_execute(run_id=run.pk, worker="test") == "failed"
     run.refresh_from_db()
     assert run.error.startswith("PreflightError: the run cannot start")

@@ -110,3 +110,60 @@ def test_finished_runs_get_the_scheduler_parameters_their_result_recorded(alice:
 
     assert Run.objects.get(pk=credit).scheduler_params == {"window": 4}
     assert Run.objects.get(pk=queued).scheduler_params == {}
+
+
+BEFORE_SCHEMA_3 = [("runs", "0008_run_scheduler_params")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runs_stored_with_result_schema_2_get_fairness_over_attainment_and_the_counts_of_requests(
+    alice: Any,
+) -> None:
+    import json
+    from pathlib import Path
+
+    v2 = json.loads((Path(__file__).parents[2] / "benchmarks" / "fixtures" / "result-v2.json").read_text())
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(BEFORE_SCHEMA_3)
+    old = executor.loader.project_state(BEFORE_SCHEMA_3).apps
+    summary = {"mean_attainment": 0.5, "fairness": v2["fairness"], "makespan_s": 1.0, "applications": []}
+    run = old.get_model("runs", "Run").objects.create(
+        workflow_name="w",
+        version_number=1,
+        spec={},
+        yaml="",
+        scheduler="greedy",
+        owner_id=alice.pk,
+        status="succeeded",
+        result=v2,
+        summary=summary,
+    )
+    app_ids = [
+        old.get_model("runs", "ApplicationResult")
+        .objects.create(run=run, name=a["name"], requests_counted=a["requests_counted"])
+        .pk
+        for a in v2["applications"]
+    ]
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(latest)
+
+    from benchmarks.results import ResultDocument
+    from cbweb.runs.models import ApplicationResult, Run
+
+    stored = Run.objects.get(pk=run.pk)
+    assert stored.result["schema_version"] == 3 and stored.result["fairness"] == 0.5
+    assert ResultDocument.model_validate(stored.result).requests_served == 3
+    assert stored.summary["fairness"] == 0.5 and stored.summary["mean_attainment"] == 0.5
+    assert stored.summary["headline"] == "mean SLO attainment 50.0%"
+    assert (
+        stored.summary["partial"],
+        stored.summary["requests_served"],
+        stored.summary["requests_requested"],
+    ) == (
+        False,
+        3,
+        3,
+    )
+    assert [ApplicationResult.objects.get(pk=i).requests_requested for i in app_ids] == [2, 1]

@@ -46,6 +46,7 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> Result
         "slo": [{"metric": "e2e", "op": "<=", "threshold_s": 1.0}],
         "load_time_s": 0.01,
         "requests_total": 2,
+        "requests_requested": 2,
         "requests_counted": 2,
         "requests_met": 2,
         "slo_attainment": 1.0,
@@ -68,7 +69,7 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> Result
         "reason": None if node_status == "succeeded" else "boom",
     }
     document = {
-        "schema_version": 2,
+        "schema_version": 3,
         "status": status,
         "reason": None if status == "completed" else "run cancelled",
         "workflow": {},
@@ -81,6 +82,8 @@ def _result(status: str = "completed", node_status: str = "succeeded") -> Result
         "critical_path": ["first"],
         "mean_attainment": 1.0,
         "fairness": 1.0,
+        "requests_requested": 2,
+        "requests_served": 2,
         "nodes": [node],
         "applications": [app],
     }
@@ -149,6 +152,27 @@ def test_cancelling_a_queued_run_finishes_it_and_blocks_its_claim(
     run.refresh_from_db()
     assert run.status == "cancelled"
     assert run_claim(run_id=run.pk, worker="w") is False
+    # Nothing of what the workflow asked for was served.
+    assert run.summary["partial"] is True
+    assert (run.summary["requests_served"], run.summary["requests_requested"]) == (0, 3 + 2)
+    assert run.summary["headline"] == "partial: served 0 of 5"
+
+
+def test_a_run_failed_without_a_result_is_partial_with_what_its_progress_counted(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    run = make_run(make_workflow(alice), alice)
+    run_claim(run_id=run.pk, worker="w")
+    progress = run.progress
+    progress["nodes"]["first"]["done"] = 1
+    run_progress(run_id=run.pk, progress=progress)
+    assert run_fail(run_id=run.pk, error="worker lost")
+    run.refresh_from_db()
+    assert (run.summary["partial"], run.summary["requests_served"], run.summary["requests_requested"]) == (
+        True,
+        1,
+        3 + 2,
+    )
 
 
 def test_cancelling_a_running_run_raises_its_flag_only(alice: Any, make_workflow: Any, make_run: Any) -> None:
@@ -198,8 +222,21 @@ def test_finish_stores_nodes_applications_requests_and_summary(
     assert run.summary["mean_attainment"] == 1.0
     # The API's summary shows SLOs as text, as it always has; the result holds them structured.
     assert run.summary["applications"] == [
-        {"name": "first", "type": "Sleep", "slo_attainment": 1.0, "slo": ["e2e<=1.0s"], "quality": {}}
+        {
+            "name": "first",
+            "type": "Sleep",
+            "slo_attainment": 1.0,
+            "requests_served": 2,
+            "requests_requested": 2,
+            "slo": ["e2e<=1.0s"],
+            "quality": {},
+        }
     ]
+    assert (run.summary["partial"], run.summary["requests_served"], run.summary["requests_requested"]) == (
+        False,
+        2,
+        2,
+    )
     assert NodeResult.objects.get(run=run).status == "succeeded"
     app = ApplicationResult.objects.get(run=run)
     assert app.metrics["e2e"]["p99"] == 0.2

@@ -142,6 +142,9 @@ def test_compare_groups_repetitions_with_a_confidence_interval(
     assert second["applications"]["chat"]["cdf"]["p"][-1] == 1.0
     assert len(second["applications"]["chat"]["cdf"]["x"]) == 8
     assert compare["table"][0]["cells"][1]["delta_attainment"] == 0.0
+    # Served of requested, summed over a column's runs: 4 + 3 requests per run.
+    assert (second["requests_served"], second["requests_requested"], second["partial"]) == (14, 14, False)
+    assert "<th>Requests served</th><td>7 of 7</td><td>14 of 14</td>" in response.content.decode()
 
 
 def test_compare_needs_two_finished_runs(alice: Any, make_workflow: Any, make_run: Any) -> None:
