@@ -47,7 +47,7 @@ def _breaks(breaks: Mapping[str, Mapping[str, Any]], below: Mapping[str, float])
 
 def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
     """Return the section on the levels: how the level of the tables was chosen, and every level run."""
-    schedulers = sweep.spec.schedulers
+    schedulers = sweep.schedulers
     level = summary["level"]
     name = sweep.search_workflow
     if sweep.spec.search is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from benchmarks.schedulers import SCHEDULERS
+from benchmarks.schedulers import SCHEDULERS, SchedulerParamError, scheduler_params
 from benchmarks.spec.export import to_dict
 from benchmarks.spec.load import from_dict, load_file
 from benchmarks.spec.model import NAME_MAX_CHARS, NAME_PATTERN, Path_, SpecError, WorkflowValidationError
@@ -27,6 +27,8 @@ from benchmarks.spec.yaml_text import read_yaml_document
 MAX_LEVELS = 50
 MAX_REPEATS = 100
 MAX_WORKFLOWS = 20
+# A scheduler entry's own label: a name that may hold dots (credit-0.3).
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 # Overrides by application type ("*": every unit) or by unit name: {type or unit: {key: value}}.
 Overrides = dict[str, dict[str, Any]]
@@ -102,6 +104,55 @@ class Search(_Model):
         return self
 
 
+class SchedulerEntry(BaseModel):
+    """One scheduler of the sweep with its parameters: ``{name: credit, pressure_threshold: 0.4}``; every
+    key besides ``name`` and ``label`` is a parameter, checked against the scheduler's ``Params``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    label: str | None = Field(
+        None,
+        pattern=LABEL_PATTERN,
+        max_length=NAME_MAX_CHARS,
+        description="default: name(non-default params)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        """A bare name is the scheduler with its defaults."""
+        return {"name": data} if isinstance(data, str) else data
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters as given (the keys besides ``name`` and ``label``)."""
+        return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _check(self) -> SchedulerEntry:
+        if self.name not in SCHEDULERS:
+            raise ValueError(f"unknown scheduler {self.name}; known: {', '.join(SCHEDULERS)}")
+        try:
+            scheduler_params(self.name, self.params)
+        except SchedulerParamError as exc:
+            raise ValueError("; ".join(f"{param}: {message}" for param, message in exc.problems)) from None
+        return self
+
+    @property
+    def key(self) -> str:
+        """The entry's label: its own, else the name with the parameters that differ from the defaults,
+        e.g. ``credit(pressure_threshold=0.4)``."""
+        if self.label is not None:
+            return self.label
+        given = scheduler_params(self.name, self.params)
+        defaults = scheduler_params(self.name, {})
+        changed = [
+            f"{k}={getattr(given, k)}" for k in self.params if getattr(given, k) != getattr(defaults, k)
+        ]
+        return f"{self.name}({','.join(changed)})" if changed else self.name
+
+
 class Output(_Model):
     """Where ``--summarize`` writes, relative to the sweep file (default: the state folder)."""
 
@@ -118,7 +169,9 @@ class SweepFile(_Model):
     workflows: dict[str, str] = Field(
         min_length=1, max_length=MAX_WORKFLOWS, description="name -> workflow file, relative to this file"
     )
-    schedulers: list[str] = Field(min_length=1)
+    schedulers: list[SchedulerEntry] = Field(
+        min_length=1, description="names, or {name, label, parameters}; the tables name each by its label"
+    )
     levels: list[Level] = Field(min_length=1, max_length=MAX_LEVELS)
     repeats: int = Field(1, ge=1, le=MAX_REPEATS)
     repeat_groups: list[list[str]] | None = Field(
@@ -140,21 +193,29 @@ class SweepFile(_Model):
         for name in self.workflows:
             if not _is_name(name):
                 raise ValueError(f"workflow name '{name}' must be an identifier (letters, digits, _ and -)")
-        unknown = [s for s in self.schedulers if s not in SCHEDULERS]
-        if unknown:
-            raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(SCHEDULERS)}")
-        if len(set(self.schedulers)) != len(self.schedulers):
-            raise ValueError("schedulers must be listed once each")
+        labels = self.labels
+        if len(set(labels)) != len(labels):
+            repeated = sorted({n for n in labels if labels.count(n) > 1})
+            raise ValueError(
+                f"schedulers must be listed once each (by label): {', '.join(repeated)} repeated"
+            )
         if self.repeat_groups is not None:
             grouped = [s for group in self.repeat_groups for s in group]
-            if sorted(grouped) != sorted(self.schedulers):
-                raise ValueError("repeat_groups must list every scheduler of the sweep exactly once")
+            if sorted(grouped) != sorted(labels):
+                raise ValueError(
+                    "repeat_groups must list every scheduler of the sweep exactly once (by label)"
+                )
         if self.search is not None:
             if self.search.workflow is not None and self.search.workflow not in self.workflows:
                 raise ValueError(f"search.workflow '{self.search.workflow}' is not one of the workflows")
-            if isinstance(self.search.threshold, dict) and set(self.search.threshold) != set(self.schedulers):
+            if isinstance(self.search.threshold, dict) and set(self.search.threshold) != set(labels):
                 raise ValueError("search.threshold must give one threshold for each scheduler of the sweep")
         return self
+
+    @property
+    def labels(self) -> list[str]:
+        """The schedulers' labels, in the file's order: the names of steps, state entries and tables."""
+        return [s.key for s in self.schedulers]
 
 
 def _is_name(name: str) -> bool:
@@ -195,6 +256,16 @@ class Sweep:
     def levels(self) -> list[Level]:
         """The load levels of this profile, lowest first."""
         return self.spec.smoke.levels if self.smoke and self.spec.smoke else self.spec.levels
+
+    @property
+    def schedulers(self) -> list[str]:
+        """The schedulers' labels, in the file's order (the first one walks from the lowest level)."""
+        return self.spec.labels
+
+    def scheduler(self, label: str) -> tuple[str, dict[str, Any]]:
+        """Return the registered name and the parameters of the scheduler with this label."""
+        entry = next(s for s in self.spec.schedulers if s.key == label)
+        return entry.name, entry.params
 
     @property
     def run_limit_s(self) -> float:

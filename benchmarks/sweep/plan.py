@@ -34,7 +34,7 @@ def walk_step(sweep: Sweep, scheduler: str, level: str, knee_level: str) -> Step
     """Return the run of the searched workflow under a scheduler at a level of its walk: at the knee,
     the other schedulers' first run of the whole workflow (one run serves both)."""
     name = sweep.search_workflow
-    if scheduler != sweep.spec.schedulers[0] and level == knee_level:
+    if scheduler != sweep.schedulers[0] and level == knee_level:
         return Step(name, "mix", level, scheduler)
     return Step(name, "sweep", level, scheduler)
 
@@ -47,7 +47,7 @@ def scheduler_walk(sweep: Sweep, state: State, scheduler: str, knee_level: str) 
     walk = Walk()
     levels = sweep.levels
     threshold = sweep.threshold(scheduler)
-    start = 0 if scheduler == sweep.spec.schedulers[0] else sweep.index(knee_level)
+    start = 0 if scheduler == sweep.schedulers[0] else sweep.index(knee_level)
 
     def measure(index: int) -> float | None:
         """Return the level's mean attainment; None when the walk stops there (pending or failed)."""
@@ -95,7 +95,7 @@ def knee(sweep: Sweep, state: State) -> Level | None:
     at the level before it: a failed application is a broken measurement, not an SLO miss. Raises
     SweepError when the first level itself failed. The last level when none misses.
     """
-    walk = scheduler_walk(sweep, state, sweep.spec.schedulers[0], sweep.levels[0].name)
+    walk = scheduler_walk(sweep, state, sweep.schedulers[0], sweep.levels[0].name)
     if walk.next is not None:
         return None
     if walk.failed is not None and not walk.measured:
@@ -118,7 +118,7 @@ def table_levels(sweep: Sweep, state: State) -> list[Level] | None:
 def first_run(sweep: Sweep, workflow: str, level: str, scheduler: str, repeat: int = 1) -> Step:
     """Return the step of a workflow's whole run under a scheduler at a table level (the searched
     workflow's first run under the first scheduler is its walk's run)."""
-    first = sweep.spec.schedulers[0]
+    first = sweep.schedulers[0]
     searched = sweep.spec.search is not None and workflow == sweep.search_workflow
     kind = "sweep" if searched and scheduler == first and repeat == 1 else "mix"
     return Step(workflow, kind, level, scheduler, repeat=repeat)
@@ -126,7 +126,7 @@ def first_run(sweep: Sweep, workflow: str, level: str, scheduler: str, repeat: i
 
 def plan(sweep: Sweep, state: State) -> Iterator[Step]:
     """Yield the sweep's steps in order, up to the first walk step not run yet while the knee is unknown."""
-    first = sweep.spec.schedulers[0]
+    first = sweep.schedulers[0]
     if sweep.spec.search is not None:
         found = knee(sweep, state)
         for level in sweep.levels:
@@ -144,13 +144,13 @@ def plan(sweep: Sweep, state: State) -> Iterator[Step]:
             if sweep.spec.solo:
                 for node in data["workflows"]:
                     yield Step(name, "solo", level.name, first, node)
-            for scheduler in sweep.spec.schedulers:
+            for scheduler in sweep.schedulers:
                 step = first_run(sweep, name, level.name, scheduler)
                 if step.kind == "mix":
                     yield step
     if sweep.spec.search is not None:
         yield from _break_steps(sweep, state, levels[0])
-    groups = sweep.spec.repeat_groups or [sweep.spec.schedulers]
+    groups = sweep.spec.repeat_groups or [sweep.schedulers]
     for repeat in range(2, sweep.spec.repeats + 1):
         for level in levels:
             for group in groups:
@@ -163,7 +163,7 @@ def _break_steps(sweep: Sweep, state: State, found: Level) -> Iterator[Step]:
     """Yield the other schedulers' walks from the knee, then each application alone at a break level
     above the knee."""
     above: list[Level] = []
-    for scheduler in sweep.spec.schedulers[1:]:
+    for scheduler in sweep.schedulers[1:]:
         walk = scheduler_walk(sweep, state, scheduler, found.name)
         for step in [step for _, step in walk.measured] + ([walk.next] if walk.next else []):
             if step.level != found.name:  # the knee's run is a table step
@@ -174,7 +174,7 @@ def _break_steps(sweep: Sweep, state: State, found: Level) -> Iterator[Step]:
     if sweep.spec.solo:
         for level in above:
             for node in sweep.base[sweep.search_workflow]["workflows"]:
-                yield Step(sweep.search_workflow, "solo", level.name, sweep.spec.schedulers[0], node)
+                yield Step(sweep.search_workflow, "solo", level.name, sweep.schedulers[0], node)
 
 
 def pending(sweep: Sweep, state: State) -> list[Step]:

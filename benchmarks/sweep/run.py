@@ -59,7 +59,10 @@ def run_step(sweep: Sweep, state: State, step: Step, limit_s: float) -> dict[str
     entry: dict[str, Any] = {"scheduler": step.scheduler, "level": step.level}
     try:
         workflow = workflow_of(sweep, step, smoke_clip(sweep, state.dir))
-        result = run_workflow(workflow, scheduler=step.scheduler, out_dir=bundle, time_limit_s=limit_s)
+        name, params = sweep.scheduler(step.scheduler)
+        result = run_workflow(
+            workflow, scheduler=name, scheduler_params=params, out_dir=bundle, time_limit_s=limit_s
+        )
         if limit_s < sweep.run_limit_s and result.reason == TIME_LIMIT_REASON.format(limit_s):
             shutil.rmtree(bundle, ignore_errors=True)
             entry.update(status="cut", error="cut by the time left in this call; it runs again in the next")

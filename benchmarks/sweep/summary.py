@@ -149,7 +149,7 @@ def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
     """Return each node's application result alone at a level, for the nodes that ran alone there."""
     out = {}
     for node in sweep.base[name]["workflows"]:
-        solo = state.result(Step(name, "solo", level, sweep.spec.schedulers[0], node))
+        solo = state.result(Step(name, "solo", level, sweep.schedulers[0], node))
         if solo and solo["applications"]:
             out[node] = solo["applications"][0]
     return out
@@ -167,14 +167,14 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
     for name in sweep.base:
         solos = _solos(sweep, state, name, level.name)
         per: dict[str, Any] = {}
-        for scheduler in sweep.spec.schedulers:
+        for scheduler in sweep.schedulers:
             runs, errors = scheduler_runs(sweep, state, name, level, scheduler)
             platform = platform or (runs[0][0]["platform"] if runs else None)
             per[scheduler] = _scheduler_summary(runs, solos, errors)
         workflows[name] = per
     rows: list[dict[str, Any]] = []
     breaks: dict[str, Any] = {}
-    for scheduler in sweep.spec.schedulers:
+    for scheduler in sweep.schedulers:
         if sweep.spec.search is not None:
             walk = scheduler_walk(sweep, state, scheduler, level.name)
             measured = walk.measured
@@ -200,7 +200,7 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
                     "alone": alone,
                 }
             )
-    below = sweep.threshold(sweep.spec.schedulers[0]) if sweep.spec.search is not None else None
+    below = sweep.threshold(sweep.schedulers[0]) if sweep.spec.search is not None else None
     return {
         "platform": platform,
         "workflows": workflows,
@@ -217,7 +217,7 @@ def write_plots(
     (the first run of the searched workflow under each scheduler at the table level); return the files."""
     level = sweep.level(summary["level"]["name"])
     timelines = {}
-    for scheduler in sweep.spec.schedulers:
+    for scheduler in sweep.schedulers:
         runs, _ = scheduler_runs(sweep, state, sweep.search_workflow, level, scheduler)
         if runs:
             result, bundle = runs[0]
@@ -226,7 +226,7 @@ def write_plots(
                 timelines[scheduler] = (list(series.t), list(series.v), active_span(result["applications"]))
     folder.mkdir(parents=True, exist_ok=True)
     drawn = [
-        attainment_plot(summary["workflows"], sweep.spec.schedulers, folder / f"{stem}-attainment.{fmt}"),
+        attainment_plot(summary["workflows"], sweep.schedulers, folder / f"{stem}-attainment.{fmt}"),
         sm_activity_plot(timelines, folder / f"{stem}-sm-activity.{fmt}"),
     ]
     return [p for p in drawn if p is not None]

@@ -18,17 +18,30 @@
 #   consumerbench sweep studies/h200/mix.yml --summarize --from-archive docs/results/h200-study-gpu.tar.gz
 # If the machine went cold between calls, commit the last fetched h200-study-gpu.tar.gz (it is
 # carried with the working tree) and set STUDY_FROM to its path: a call that finds no state extracts
-# it first, so the study resumes where it was (the wheel is rebuilt). STUDY_REPEATS=N (default 1)
-# adds runs 2..N of each workflow under each scheduler at the knee, after every other step.
+# it first, so the study resumes where it was (the wheel is rebuilt). STUDY_REPEATS=N
+# adds runs 2..N of each workflow under each scheduler at the knee, after every other step (default: the
+# sweep file's own repeats).
+# STUDY_SWEEP=studies/h200/NAME.yml runs another sweep file of this folder the same way (issue 19:
+# credit-threshold.yml, video-creation.yml): its state in results/h200-study/NAME, its archive
+# $OUT/h200-NAME-gpu.tar.gz; the wheel and the GGUF files are shared with the study.
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
 ROOT=results/h200-study
-SWEEP=studies/h200/mix.yml
+SWEEP=${STUDY_SWEEP:-studies/h200/mix.yml}
+NAME=$(basename "$SWEEP" .yml)
+if [ "$NAME" = mix ]; then
+  STATE=$ROOT/gpu ARCHIVE=$OUT/h200-study-gpu.tar.gz
+else
+  STATE=$ROOT/$NAME ARCHIVE=$OUT/h200-$NAME-gpu.tar.gz
+fi
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CB_CACHE_DIR=$PWD/$ROOT/cache
-REPEATS=${STUDY_REPEATS:-1}
+REPEATS=()
+if [ -n "${STUDY_REPEATS:-}" ]; then
+  REPEATS=(--repeats "$STUDY_REPEATS")
+fi
 mkdir -p "$OUT" "$ROOT/build" "$ROOT/cache"
-if [ -n "${STUDY_FROM:-}" ] && [ ! -f "$ROOT/gpu/state.json" ]; then
+if [ -n "${STUDY_FROM:-}" ] && [ ! -f "$STATE/state.json" ]; then
   tar xzf "$STUDY_FROM" -C "$ROOT" || exit 1
 fi
 log() { echo "[$(date +%H:%M:%S) +${SECONDS}s] $*"; }
@@ -49,7 +62,7 @@ if [ -n "$missing" ]; then
 fi
 
 log "2. llama-cpp-python with CUDA; meanwhile the random GGUF files every step loads"
-python3 -m benchmarks.cli sweep "$SWEEP" --prepare --state "$ROOT/gpu" > "$OUT/prepare.log" 2>&1 &
+python3 -m benchmarks.cli sweep "$SWEEP" --prepare --state "$STATE" > "$OUT/prepare.log" 2>&1 &
 prepare=$!
 if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
   wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
@@ -74,11 +87,11 @@ if [ -n "${STUDY_MONITOR_COST:-}" ]; then
 fi
 
 log "4. study steps"
-python3 -m benchmarks.cli sweep "$SWEEP" --state "$ROOT/gpu" --repeats "$REPEATS" --budget-s $((CALL_S - SECONDS)) \
-  --archive "$OUT/h200-study-gpu.tar.gz"
+python3 -m benchmarks.cli sweep "$SWEEP" --state "$STATE" "${REPEATS[@]}" --budget-s $((CALL_S - SECONDS)) \
+  --archive "$ARCHIVE"
 status=$?
 
 log "5. plan"
-python3 -m benchmarks.cli sweep "$SWEEP" --plan --state "$ROOT/gpu" --repeats "$REPEATS" | tee "$OUT/plan.txt"
+python3 -m benchmarks.cli sweep "$SWEEP" --plan --state "$STATE" "${REPEATS[@]}" | tee "$OUT/plan.txt"
 log "done (exit $status; 0: the study is complete, 3: steps pending, call again)"
 exit "$status"

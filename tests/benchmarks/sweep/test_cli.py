@@ -131,3 +131,33 @@ def test_cpu_smoke_runs_the_h200_sweep_end_to_end_and_summarizes_it(tmp_path, mo
     text = (state / "h200-schedulers.md").read_text()
     assert "## Workflow mix" in text and "| greedy |" in text
     assert (state / "h200-schedulers-attainment.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_grid_runs_each_scheduler_entry_with_its_parameters_and_its_bundle_records_them(tmp_path):
+    (tmp_path / "w.yml").write_text(
+        "naps:\n  type: Sleep\n  num_requests: 2\n  sleep_time: 0.01\n  slo: ['e2e<=1s']\n"
+        "workflows:\n  nap: {uses: naps}\n"
+    )
+    sweep = tmp_path / "grid.yml"
+    sweep.write_text(
+        "name: grid\nworkflows: {w: w.yml}\nsolo: false\n"
+        "schedulers:\n  - {name: credit, pressure_threshold: 0.3, label: credit-0.3}\n"
+        "  - {name: credit, pressure_threshold: 0.6}\n"
+        "levels:\n  - {name: low, load: two naps}\n"
+    )
+    state = tmp_path / "state"
+    assert main(["sweep", str(sweep), "--state", str(state)]) == 0
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    assert list(steps) == ["w/mix/low/credit-0.3", "w/mix/low/credit(pressure_threshold=0.6)"]
+    recorded = {}
+    for key, entry in steps.items():
+        result = json.loads((state / entry["bundle"] / "result.json").read_text())
+        recorded[key] = (result["scheduler"]["name"], result["scheduler"]["params"]["pressure_threshold"])
+    assert recorded == {
+        "w/mix/low/credit-0.3": ("credit", 0.3),
+        "w/mix/low/credit(pressure_threshold=0.6)": ("credit", 0.6),
+    }
+    assert main(["sweep", str(sweep), "--state", str(state), "--summarize"]) == 0
+    tables = json.loads((state / "grid.json").read_text())
+    assert list(tables["workflows"]["w"]) == ["credit-0.3", "credit(pressure_threshold=0.6)"]
+    assert "| credit(pressure_threshold=0.6) | 1 |" in (state / "grid.md").read_text()

@@ -81,7 +81,7 @@ def test_a_duplicate_key_is_reported_with_the_files_other_problems(tmp_path):
 
 def test_model_checks_name_the_file_problem(tmp_path):
     for text, expected in [
-        (GOOD.replace("[greedy, credit]", "[greedy, fifo]"), "unknown scheduler(s) fifo"),
+        (GOOD.replace("[greedy, credit]", "[greedy, fifo]"), "unknown scheduler fifo"),
         (GOOD.replace("name: L1", "name: L0"), "level names must be unique: L0 repeated"),
         (GOOD.replace("  w: w.yml", "  ../w: w.yml"), "workflow name '../w' must be an identifier"),
         (GOOD.replace("- name: L1", "- name: ../L1"), "String should match pattern"),
@@ -178,3 +178,53 @@ def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models():
     assert units["Chatbot"]["model"] == "llama-tiny@random" and units["ImageGen"]["height"] == 64
     assert units["LiveCaptions"]["backend"] == "transformers" and units["LiveCaptions"]["audio"] == "clip.wav"
     assert [lv.name for lv in sweep.levels] == ["L0", "L1"] and sweep.run_limit_s == 90
+
+
+ENTRIES = GOOD.replace(
+    "[greedy, credit]",
+    "\n  - greedy\n  - {name: credit, pressure_threshold: 0.4}\n"
+    "  - {name: credit, pressure_threshold: 0.3, label: credit-0.3}\n"
+    "  - {name: credit, pressure_threshold: 0.5}",
+)
+
+
+def test_scheduler_entries_with_parameters_are_named_by_their_labels(tmp_path):
+    sweep = load_sweep(write(tmp_path, ENTRIES))
+    assert sweep.schedulers == ["greedy", "credit(pressure_threshold=0.4)", "credit-0.3", "credit"]
+    assert sweep.scheduler("greedy") == ("greedy", {})
+    assert sweep.scheduler("credit(pressure_threshold=0.4)") == ("credit", {"pressure_threshold": 0.4})
+    assert sweep.scheduler("credit-0.3") == ("credit", {"pressure_threshold": 0.3})
+    # 0.5 is credit's default: the label names only what differs from it.
+    assert sweep.scheduler("credit") == ("credit", {"pressure_threshold": 0.5})
+
+
+def test_repeat_groups_and_thresholds_name_schedulers_by_label(tmp_path):
+    text = ENTRIES.replace("  - {name: credit, pressure_threshold: 0.5}\n", "\n")
+    text += "repeat_groups: [[greedy, credit-0.3], ['credit(pressure_threshold=0.4)']]\n"
+    text += "search: {threshold: {greedy: 0.9, credit-0.3: 0.8, 'credit(pressure_threshold=0.4)': 0.8}}\n"
+    sweep = load_sweep(write(tmp_path, text))
+    assert sweep.threshold("credit-0.3") == 0.8
+    bad = text.replace("[greedy, credit-0.3]", "[greedy, credit]")
+    assert any("exactly once (by label)" in m for _, _, m in problems(tmp_path, bad))
+
+
+def test_bad_scheduler_parameters_are_reported_with_their_line(tmp_path):
+    text = GOOD.replace(
+        "[greedy, credit]",
+        "\n  - greedy\n  - {name: credit, pressure_treshold: 0.4}"
+        "\n  - {name: credit, pressure_threshold: 1.5}"
+        "\n  - {name: fifo}\n  - {name: credit, label: ../x}",
+    )
+    found = problems(tmp_path, text)
+    by_line = {line: message for line, _, message in found}
+    assert "pressure_treshold: unknown parameter" in by_line[6] and "pressure_threshold" in by_line[6]
+    assert "pressure_threshold: must be < 1 (got 1.5" in by_line[7]
+    assert "unknown scheduler fifo" in by_line[8]
+    assert "String should match pattern" in by_line[9]
+    paths = ["schedulers[1]", "schedulers[2]", "schedulers[3]", "schedulers[4].label"]
+    assert [path for _, path, _ in found] == paths
+
+
+def test_two_entries_with_the_same_label_are_an_error(tmp_path):
+    text = GOOD.replace("[greedy, credit]", "[credit, {name: credit, pressure_threshold: 0.5}]")
+    assert any("credit repeated" in m for _, _, m in problems(tmp_path, text))
