@@ -133,9 +133,11 @@ def jain_fairness(values: Sequence[float]) -> float | None:
 
 def fairness(attainments: Iterable[float | None]) -> float | None:
     """Return a run's fairness: Jain's index over the SLO attainment of the applications that have an
-    SLO (``None`` entries, applications without one, are left out); None when there is none or every
-    one met nothing. 1/n when one of n applications meets every SLO and the others none."""
-    return jain_fairness([a for a in attainments if a is not None])
+    SLO (``None`` entries, applications without one, are left out); None when fewer than two have one
+    (the index of one application is 1 whatever it attained, so it would say nothing) or every one met
+    nothing. 1/n when one of n applications meets every SLO and the others none."""
+    present = [a for a in attainments if a is not None]
+    return jain_fairness(present) if len(present) >= 2 else None
 
 
 def slowdown_fairness(

@@ -94,6 +94,8 @@ def test_two_applications_one_meeting_every_slo_and_the_other_none_have_fairness
 def test_fairness_does_not_depend_on_how_far_under_their_slos_the_applications_are() -> None:
     assert metrics.fairness([1.0, 1.0, 1.0]) == pytest.approx(1.0)
     assert metrics.fairness([None, None]) is None
+    # One application with an SLO: its index is 1 whatever it attained, so there is no fairness to show.
+    assert metrics.fairness([0.3]) is None and metrics.fairness([0.3, None]) is None
     # Every application met nothing: Jain's index is undefined, not "perfectly fair".
     assert metrics.fairness([0.0, 0.0]) is None
 
