@@ -31,6 +31,7 @@ POLL_S = 0.05
 # tiny requests a second) cannot keep the runner from checking cancellation and time limits.
 DRAIN_BATCH = 500
 TIME_LIMIT_REASON = "time limit of {:g} s exceeded"  # a run's reason when its time limit stopped it
+FOREGROUND_FINISHED_REASON = "stopped: foreground finished"  # a background node's, stopped by design
 _ACTIVE = (NodeStatus.RUNNING, NodeStatus.STOPPING)  # a node with a live process
 
 
@@ -141,14 +142,17 @@ class _Run:
 
     def _set_status(self, state: NodeState, status: NodeStatus, reason: str | None = None) -> None:
         state.status = status
-        if reason is not None:
+        if status is NodeStatus.SUCCEEDED:
+            # It served all it was asked before any stop request took effect: no stop reason (a
+            # cancel that arrived while it was exiting) and nothing stopped by design.
+            state.reason, state.stopped_by_design = None, False
+        elif reason is not None:
             state.reason = reason
         if status.terminal and state.finished_at is None:
             state.finished_at = clock.now()
         fields = {}
-        if status is NodeStatus.STOPPED and state.background and self.status is RunStatus.COMPLETED:
+        if status.terminal and state.stopped_by_design:
             # Stopped by design: only what it began was asked of it (docs/metrics.md).
-            state.stopped_by_design = True
             fields["requested"] = requested(state)
         self._emit("node_status", state.name, status=status, reason=state.reason, **fields)
 
@@ -376,7 +380,7 @@ class _Run:
         if state.done_status is NodeStatus.SUCCEEDED and code == 0:
             self._set_status(state, NodeStatus.SUCCEEDED)
         elif state.done_status is NodeStatus.STOPPED or (stopping and state.done_status is None):
-            reason = state.reason or ("stopped: foreground finished" if state.background else "stopped")
+            reason = state.reason or (FOREGROUND_FINISHED_REASON if state.background else "stopped")
             self._set_status(state, NodeStatus.STOPPED, reason)
         else:
             reason = state.reason or exit_reason(code)
@@ -387,14 +391,18 @@ class _Run:
     # -- stopping ----------------------------------------------------------------------------------
 
     def _stop_background_if_done(self) -> None:
+        """Once every foreground node has ended, stop the background nodes by design: what they had
+        not begun was never due (docs/metrics.md, requested requests)."""
         foreground = [s for s in self.nodes.values() if not s.background]
         if not foreground or any(not s.status.terminal for s in foreground):
             return
         for s in self.nodes.values():
             if s.background and s.status is NodeStatus.PENDING:
+                s.stopped_by_design = True
                 self._set_status(s, NodeStatus.SKIPPED, "foreground finished before it could start")
             elif s.background and s.status is NodeStatus.RUNNING:
-                self._request_stop(s, "stopped: foreground finished")
+                s.stopped_by_design = True
+                self._request_stop(s, FOREGROUND_FINISHED_REASON)
 
     def _request_stop(self, state: NodeState, reason: str) -> None:
         state.reason = reason
@@ -404,6 +412,9 @@ class _Run:
         self._emit("node_status", state.name, status=NodeStatus.STOPPING, reason=reason)
 
     def _abort(self, status: RunStatus, reason: str) -> None:
+        # A cancel (or the time limit) that arrives once the foreground has finished stops nothing
+        # that was due: the background nodes are stopped by design, as they would have been anyway.
+        self._stop_background_if_done()
         self.status = status
         self.stop_reason = reason
         for s in self.nodes.values():

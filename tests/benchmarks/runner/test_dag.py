@@ -116,6 +116,106 @@ workflows:
     assert result.mean_attainment == 1.0 and result.fairness == pytest.approx(1.0)
 
 
+def ended(sink: Recorder, name: str) -> bool:
+    """Whether the runner has reported ``name`` in a terminal status (the cancel tests' trigger)."""
+    return any(
+        e["kind"] == "node_status" and e["node"] == name and e["status"] in ("succeeded", "stopped", "failed")
+        for e in sink.events
+    )
+
+
+CANCELLED_BACKGROUND = """
+bg: {type: Sleep, sleep_time: 0.05, num_requests: 100, slo: ["e2e<=10s"]}
+fg: {type: Sleep, sleep_time: 0.1, num_requests: 3, slo: ["e2e<=10s"]}
+workflows:
+  research: {uses: bg, background: true}
+  chat: {uses: fg}
+"""
+
+
+def final_progress(text: str, sink: Recorder) -> dict[str, Any]:
+    progress = RunProgress(load_yaml(text, name="t"))
+    for event in sink.events:
+        progress.on_event(event)
+    return progress.state["nodes"]
+
+
+def test_a_cancel_right_after_the_foreground_finished_stops_the_background_by_design() -> None:
+    # The cancel arrives in the runner's first look after the foreground's last node ended, before
+    # the runner itself stopped the background: what the background never began was never due.
+    sink = Recorder()
+    result = run(CANCELLED_BACKGROUND, sink=sink, cancel=lambda: ended(sink, "chat"))
+    assert result.status == "cancelled"
+    research = node(result, "research")
+    assert (research.status, research.reason) == ("stopped", "stopped: foreground finished")
+    assert app(result, "research").requests_requested == app(result, "research").requests_counted < 100
+    assert result.requests_served == result.requests_requested
+    assert result.mean_attainment == 1.0
+    # The live progress ends on the same counts.
+    final = final_progress(CANCELLED_BACKGROUND, sink)["research"]
+    assert final["total"] == app(result, "research").requests_requested
+
+
+def test_a_cancel_while_the_background_is_being_stopped_by_design_leaves_it_stopped_by_design() -> None:
+    sink = Recorder()
+    stopping = lambda: any(  # noqa: E731
+        e["kind"] == "node_status" and e["node"] == "research" and e["status"] == "stopping"
+        for e in sink.events
+    )
+    result = run(CANCELLED_BACKGROUND, sink=sink, cancel=stopping)
+    assert result.status == "cancelled"
+    assert node(result, "research").reason == "stopped: foreground finished"
+    assert result.requests_served == result.requests_requested
+
+
+def test_a_cancel_before_the_foreground_finished_charges_the_background_for_what_it_never_served() -> None:
+    # Stopped by the cancel, not by design: the workflow still asked it for its num_requests.
+    sink = Recorder()
+    result = run(
+        CANCELLED_BACKGROUND, sink=sink, cancel=lambda: sink.kinds("chat").count("request_end") >= 1
+    )
+    assert result.status == "cancelled"
+    research, chat = node(result, "research"), node(result, "chat")
+    assert (research.status, research.reason) == ("stopped", "run cancelled")
+    assert (chat.status, chat.reason) == ("stopped", "run cancelled")
+    assert app(result, "research").requests_requested == 100
+    assert app(result, "chat").requests_requested == 3
+    assert result.requests_served < result.requests_requested == 103
+    assert app(result, "research").slo_attainment < 0.5
+
+
+def test_a_background_node_the_foreground_finished_before_it_started_is_asked_for_nothing() -> None:
+    result = run("""
+slow: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 100, load_time_s: 3}
+bg: {type: Sleep, sleep_time: 0.05, num_requests: 100, slo: ["e2e<=10s"]}
+fg: {type: Sleep, sleep_time: 0.05, num_requests: 1, slo: ["e2e<=10s"]}
+workflows:
+  loader: {uses: slow, background: true}
+  research: {uses: bg, background: true, depend_on: [loader]}
+  chat: {uses: fg}
+""")
+    assert result.status == "completed"
+    assert node(result, "research").status == "skipped"
+    assert app(result, "research").requests_requested == 0
+    assert app(result, "loader").requests_requested == 0
+    # (Still partial: a skipped node never ran; but its 100 requests are no misses.)
+    assert result.requests_served == result.requests_requested and result.mean_attainment == 1.0
+
+
+def test_a_node_that_served_everything_as_the_cancel_arrived_succeeded_without_the_cancel_reason() -> None:
+    # The cancel arrives once the node reported its last request and its end, before its process
+    # exited: it did all it was asked, so it succeeded, and no stop reason sticks to it.
+    text = "a: {type: Sleep, sleep_time: 0.05, num_requests: 2}\n"
+    sink = Recorder()
+    result = run(text, sink=sink, cancel=lambda: "done" in sink.kinds("a"))
+    assert result.status == "cancelled"
+    assert (node(result, "a").status, node(result, "a").reason) == ("succeeded", None)
+    statuses = [(e["status"], e["reason"]) for e in sink.events if e["kind"] == "node_status"]
+    assert statuses[-1] == ("succeeded", None)
+    final = final_progress(text, sink)["a"]
+    assert (final["status"], final["reason"], final["done"], final["total"]) == ("succeeded", None, 2, 2)
+
+
 def test_a_run_where_one_application_meets_every_slo_and_the_other_none_has_fairness_one_half() -> None:
     result = run("""
 quick: {type: Sleep, sleep_time: 0.01, num_requests: 3, slo: ["e2e<=5s"]}
