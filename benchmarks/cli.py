@@ -28,6 +28,7 @@ from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
 from benchmarks.results import (
+    ATTAINMENT_OF_REQUESTED,
     ResultDocument,
     default_out_dir,
     headline,
@@ -283,6 +284,7 @@ def summary_table(result: ResultDocument) -> str:
     figure (when any application has one), then the run's figures."""
     rows = [("node", "type", "status", "served/requested", "SLO met", "metric", "p50", "p99", "load")]
     status = {n.name: n.status for n in result.nodes}
+    of_requested = f" {ATTAINMENT_OF_REQUESTED}" if result.partial() else ""
     for row in slo_table(result.applications):
         att = row.attainment
         rows.append(
@@ -291,7 +293,7 @@ def summary_table(result: ResultDocument) -> str:
                 row.type if row.first else "",
                 status[row.application] if row.first else "",
                 f"{row.requests_counted}/{row.requests_requested}" if row.first else "",
-                ("no SLOs" if att is None else f"{att:.0%}") if row.first else "",
+                ("no SLOs" if att is None else f"{att:.0%}{of_requested}") if row.first else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),
@@ -493,15 +495,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def _report_submitted(run: Mapping[str, Any], fail_under: float | None, *, require_slo: bool = False) -> int:
     summary = run.get("summary") or {}
+    partial = run["status"] != JobStatus.SUCCEEDED
     for app in summary.get("applications", []):
         att = app.get("slo_attainment")
         served = ""
         if app.get("requests_requested") is not None:
             served = f"  served {app.get('requests_served')} of {app['requests_requested']}"
-        met = "no SLOs" if att is None else f"{att:.1%}"
+        met = "no SLOs" if att is None else f"{att:.1%}" + (f" {ATTAINMENT_OF_REQUESTED}" if partial else "")
         print(f"  {app['name']:<24} {app['type']:<14} SLO met {met}{served}")
     mean = summary.get("mean_attainment")
-    partial = run["status"] != JobStatus.SUCCEEDED
     # The server's headline (benchmarks.results.headline); a run stored without one says what it can.
     figure = summary.get("headline") or ("partial" if partial else headline(mean, 0, 0, False))
     print(f"run {run['id']} {run['status']}: {figure}")

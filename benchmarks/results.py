@@ -248,16 +248,24 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+# Beside the SLO attainment of a partial run wherever it is shown (headline, CLI tables, pages): it is
+# over every request the workflow asked for, the ones never served counted as misses (docs/metrics.md).
+ATTAINMENT_OF_REQUESTED = "of requested"
+
+
 def headline(
     mean_attainment: float | None, served: int, requested: int, partial: bool, *, measured: bool = True
 ) -> str:
     """Return a run's headline figure: "mean SLO attainment 93.0%" or "no SLOs", prefixed by
-    "partial: served N of M, " when the run did not do all its work; only "partial: served N of M"
-    for a run that ended without a result (``measured`` false). The CLI, ``submit``, the API and the
-    pages all show this text."""
+    "partial: served N of M, " when the run did not do all its work, its attainment then followed by
+    "of requested" (ATTAINMENT_OF_REQUESTED); only "partial: served N of M" for a run that ended
+    without a result (``measured`` false). The CLI, ``submit``, the API and the pages all show this
+    text."""
     figure = "no SLOs" if mean_attainment is None else f"mean SLO attainment {mean_attainment:.1%}"
     if not partial:
         return figure
+    if mean_attainment is not None:
+        figure = f"{figure} {ATTAINMENT_OF_REQUESTED}"
     served_text = f"partial: served {served} of {requested}"
     return f"{served_text}, {figure}" if measured else served_text
 

@@ -424,7 +424,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             delta = None
             if cell and base_cell and cell["attainment"] and base_cell["attainment"] and col is not base:
                 delta = cell["attainment"]["mean"] - base_cell["attainment"]["mean"]
-            cells.append({"cell": cell, "delta_attainment": delta})
+            cells.append({"cell": cell, "delta_attainment": delta, "partial": col["partial"]})
         table.append({"application": name, "cells": cells})
     telemetry = {
         col["label"]: run_telemetry(

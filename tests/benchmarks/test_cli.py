@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.cli import summary_table
 from benchmarks.results import QualityFigure, ResultDocument, load_bundle
+from benchmarks.status import RunStatus
 from tests.benchmarks.test_engine_isolation import run_without
 
 ROOT = Path(__file__).parents[2]
@@ -229,6 +230,18 @@ def test_the_summary_prints_a_quality_table_under_the_slo_table() -> None:
     assert lines[start + 4] == "" and lines[-1].startswith("run ")
 
 
+def test_the_summary_of_a_partial_run_says_its_attainments_are_of_requested() -> None:
+    doc = ResultDocument.model_validate_json((ROOT / "tests/benchmarks/fixtures/result-v1.json").read_text())
+    complete = summary_table(doc)
+    assert not doc.partial() and "of requested" not in complete
+    doc.status, doc.reason = RunStatus.CANCELLED, "run cancelled"
+    lines = summary_table(doc).splitlines()
+    rows = [line for line in lines if line.startswith(doc.applications[0].name)]
+    attainment = doc.applications[0].slo_attainment
+    assert f"{attainment:.0%} of requested" in rows[0]
+    assert lines[-1].startswith("run cancelled: partial: served") and "% of requested, makespan" in lines[-1]
+
+
 def _submitted(status: str, summary: dict | None) -> dict:
     return {
         "id": 7,
@@ -270,11 +283,15 @@ def test_submit_says_a_cancelled_run_is_partial_and_fails_it(capsys) -> None:
 
     summary = {
         **NO_SLOS,
-        "headline": "partial: served 2 of 9, mean SLO attainment 22.2%",
+        "headline": "partial: served 2 of 9, mean SLO attainment 22.2% of requested",
         "mean_attainment": 0.222,
+        "applications": [{**NO_SLOS["applications"][0], "slo_attainment": 0.222, "requests_requested": 9}],
     }
     assert _report_submitted(_submitted("cancelled", summary), None) == EXIT_PROBLEMS
-    assert "run 7 cancelled: partial: served 2 of 9, mean SLO attainment 22.2%" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "run 7 cancelled: partial: served 2 of 9, mean SLO attainment 22.2% of requested" in out
+    # Each application's attainment is over what was asked of it too.
+    assert "SLO met 22.2% of requested  served 2 of 9" in out
     # A run that ended before it had a summary (an older server, or cancelled before it started).
     assert _report_submitted(_submitted("cancelled", None), None) == EXIT_PROBLEMS
     assert "run 7 cancelled: partial" in capsys.readouterr().out

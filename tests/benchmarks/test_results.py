@@ -160,7 +160,8 @@ def test_a_schema_2_bundle_is_read_with_fairness_recomputed_from_its_application
 
 
 def test_the_headline_says_partial_with_what_was_served_and_no_slos_when_there_are_none() -> None:
-    assert headline(0.5, 3, 10, True) == "partial: served 3 of 10, mean SLO attainment 50.0%"
+    # A partial run's attainment is over what the workflow asked for, and says so.
+    assert headline(0.5, 3, 10, True) == "partial: served 3 of 10, mean SLO attainment 50.0% of requested"
     assert headline(None, 0, 4, True) == "partial: served 0 of 4, no SLOs"
     assert headline(None, 4, 4, False) == "no SLOs"
     assert headline(0.875, 8, 8, False) == "mean SLO attainment 87.5%"

@@ -171,9 +171,7 @@ def test_a_cancel_while_the_background_is_being_stopped_by_design_leaves_it_stop
 def test_a_cancel_before_the_foreground_finished_charges_the_background_for_what_it_never_served() -> None:
     # Stopped by the cancel, not by design: the workflow still asked it for its num_requests.
     sink = Recorder()
-    result = run(
-        CANCELLED_BACKGROUND, sink=sink, cancel=lambda: sink.kinds("chat").count("request_end") >= 1
-    )
+    result = run(CANCELLED_BACKGROUND, sink=sink, cancel=lambda: sink.kinds("chat").count("request_end") >= 1)
     assert result.status == "cancelled"
     research, chat = node(result, "research"), node(result, "chat")
     assert (research.status, research.reason) == ("stopped", "run cancelled")

@@ -216,3 +216,46 @@ def test_the_result_and_compare_pages_show_each_applications_quality_figures(cha
 def test_a_run_without_quality_figures_shows_no_quality_table(finished_run: Run) -> None:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     assert 'id="slo-table"' in html and 'id="quality-table"' not in html
+
+
+PARTIAL_YAML = """\
+chat:
+  type: Sleep
+  sleep_time: 0.01
+  num_requests: 2
+  slo: ["e2e<=1s"]
+crash:
+  type: Synthetic
+  steps: 1
+  step_ms: 1
+  num_requests: 4
+  fail_at_request: 1
+  slo: ["step<=1s"]
+"""
+
+
+def test_a_partial_runs_attainment_is_labelled_of_requested_on_its_page_the_list_and_compare(
+    finished_run: Run, alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    partial = make_run(make_workflow(alice, name="partial", yaml_text=PARTIAL_YAML), alice)
+    assert run_execute(run_id=partial.pk, worker="test") == "failed"
+    partial = Run.objects.get(pk=partial.pk)
+    assert partial.summary["partial"] and partial.summary["headline"].endswith("% of requested")
+    label = re.compile(r'<a class="of-requested" href="/docs/metrics/"[^>]*>of requested</a>')
+    page = Client().get(f"/runs/{partial.pk}/").content.decode()
+    mean = re.search(r'<b id="mean-attainment">(.*?)</b>', page, re.S)
+    assert (
+        mean and label.search(mean.group(1)) and mean.group(1).startswith("62 %")
+    )  # (100 + 25) / 2, rounded
+    # Every application's attainment too: chat 2 of 2, crash 1 of 4.
+    cells = re.findall(r'<td rowspan="\d+" class="attainment">(.*?)</td>', page, re.S)
+    assert [c.split(" %")[0] for c in cells] == ["100", "25"] and all(label.search(c) for c in cells)
+    # A complete run's attainment is over what it served, which is what it was asked: no label.
+    assert not label.search(Client().get(f"/runs/{finished_run.pk}/").content.decode())
+    rows = Client().get("/runs/").content.decode().split("<tr data-run=")
+    assert [bool(label.search(r)) for r in rows[1:]] == [True, False]  # newest first
+    compare = Client().get("/runs/compare/", {"runs": [finished_run.pk, partial.pk]}).content.decode()
+    mean_row = re.search(r"<th>Mean SLO attainment</th>(.*?)</tr>", compare, re.S)
+    assert mean_row and [bool(label.search(c)) for c in mean_row.group(1).split("</td>")[:2]] == [False, True]
+    crash_row = re.search(r"<th>crash</th>(.*?)</tr>", compare, re.S)
+    assert crash_row and label.search(crash_row.group(1))
