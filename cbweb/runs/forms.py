@@ -34,6 +34,10 @@ def _param_field(scheduler: str, param: str, info: FieldInfo) -> forms.Field:
         help_text=f"{info.description} (default {default}; allowed: "
         f"{param_range(SCHEDULERS[scheduler].Params, param)})",
     )
+    # The range is checked by the scheduler's Params model (clean: param_problems), in the words the
+    # CLI and the API use ("must be > 0 (got 0.0; allowed: > 0 and <= 3600)"); the input keeps its
+    # min/max for the browser.
+    field.validators = []
     # The launch page's script shows only the chosen scheduler's parameters.
     field.widget.attrs["data-scheduler"] = scheduler
     return field

@@ -3,8 +3,8 @@
 Every field comes from the engine: the workflow form from ``Workflow``'s fields, a card from
 ``Node``'s, ``Application``'s and ``Arrival``'s, and the type-specific fields from each
 ``AppType.options`` model (so a new application type, option or arrival kind appears in the editor
-without web changes). Literal types become choices, ``ge``/``le`` bounds become min/max, descriptions
-become help text. The forms only collect values: ``cbweb.workflows.editor`` maps them to the spec and
+without web changes). Literal types become choices, ``ge``/``le`` bounds become min/max (``gt``/``lt``:
+strict ones, said as such), descriptions become help text. The forms only collect values: ``cbweb.workflows.editor`` maps them to the spec and
 the engine's errors back to them.
 """
 
@@ -19,7 +19,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 import yaml
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from django import forms
+from django.core.validators import BaseValidator
 from django.forms.utils import pretty_name
+from django.utils.deconstruct import deconstructible
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -76,15 +78,43 @@ def _unwrap_optional(annotation: Any) -> Any:
 
 
 def _limits(metadata: list[Any]) -> dict[str, Any]:
+    """Return a pydantic field's bounds: ``min_value``/``max_value`` (ge/le, inclusive), ``gt``/``lt``
+    (strict) and ``max_length``."""
     out: dict[str, Any] = {}
     for m in metadata:
-        if isinstance(m, Ge | Gt):
-            out["min_value"] = m.ge if isinstance(m, Ge) else m.gt
-        elif isinstance(m, Le | Lt):
-            out["max_value"] = m.le if isinstance(m, Le) else m.lt
+        if isinstance(m, Ge):
+            out["min_value"] = m.ge
+        elif isinstance(m, Gt):
+            out["gt"] = m.gt
+        elif isinstance(m, Le):
+            out["max_value"] = m.le
+        elif isinstance(m, Lt):
+            out["lt"] = m.lt
         elif isinstance(m, MaxLen):
             out["max_length"] = m.max_length
     return out
+
+
+@deconstructible
+class GreaterThanValidator(BaseValidator):
+    """A strict lower bound (pydantic ``gt``), which Django's MinValueValidator (>=) cannot say."""
+
+    message = "Ensure this value is greater than %(limit_value)s."
+    code = "min_value"
+
+    def compare(self, a: Any, b: Any) -> bool:
+        return bool(a <= b)
+
+
+@deconstructible
+class LessThanValidator(BaseValidator):
+    """A strict upper bound (pydantic ``lt``), which Django's MaxValueValidator (<=) cannot say."""
+
+    message = "Ensure this value is less than %(limit_value)s."
+    code = "max_value"
+
+    def compare(self, a: Any, b: Any) -> bool:
+        return bool(a >= b)
 
 
 class YamlValueField(forms.CharField):
@@ -147,9 +177,9 @@ def model_form_field(
     if annotation is bool:
         return forms.BooleanField(**common)
     if annotation is int:
-        return forms.IntegerField(**common, **_number(limits))
+        return _bounded(forms.IntegerField(**common, **_number(limits)), limits)
     if annotation is float:
-        return forms.FloatField(**common, **_number(limits))
+        return _bounded(forms.FloatField(**common, **_number(limits)), limits)
     if annotation is str:
         return forms.CharField(**common, max_length=limits.get("max_length"))
     return YamlValueField(**common)
@@ -157,6 +187,18 @@ def model_form_field(
 
 def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
+
+
+def _bounded(field: forms.Field, limits: Mapping[str, Any]) -> forms.Field:
+    """Add a number field's strict bounds: validators that say "greater than" (not "or equal"), and
+    the input's min/max, which the browser can only check inclusively (the server checks the rest)."""
+    if "gt" in limits:
+        field.validators.append(GreaterThanValidator(limits["gt"]))
+        field.widget.attrs["min"] = limits["gt"]
+    if "lt" in limits:
+        field.validators.append(LessThanValidator(limits["lt"]))
+        field.widget.attrs["max"] = limits["lt"]
+    return field
 
 
 def unit_fields() -> dict[str, forms.Field]:

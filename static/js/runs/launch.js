@@ -5,7 +5,7 @@
   if (!choice) return;
   function show() {
     document.querySelectorAll("[data-scheduler]").forEach((input) => {
-      const row = input.closest("p") || input;
+      const row = input.closest(".field") || input;
       row.hidden = input.dataset.scheduler !== choice.value;
     });
   }

@@ -71,6 +71,21 @@ def test_the_launch_form_derives_a_field_for_every_scheduler_parameter(
     assert bound.errors["credit__pressure_threshold"] == ["must be < 1 (got 1.0; allowed: > 0 and < 1)"]
 
 
+def test_the_launch_form_states_a_parameters_bound_as_the_scheduler_does(
+    alice: Any, make_workflow: Any
+) -> None:
+    # max_wait_s is gt=0 (strictly positive), window ge=1: each error is at its own field, says > or >=
+    # as the model does, and is the same sentence the CLI and the API give.
+    bound = RunLaunchForm(
+        {"scheduler": "credit", "repeats": 1, "credit__max_wait_s": "-1", "credit__window": "0"},
+        workflow=make_workflow(alice),
+    )
+    assert not bound.is_valid()
+    assert bound.errors["credit__max_wait_s"] == ["must be > 0 (got -1.0; allowed: > 0 and <= 3600)"]
+    assert bound.errors["credit__window"] == ["must be >= 1 (got 0; allowed: >= 1 and <= 10000)"]
+    assert "repeats" not in bound.errors
+
+
 def test_the_launch_page_starts_from_the_workflow_parameters_and_launches_with_the_form_values(
     alice: Any, make_workflow: Any, client: Any
 ) -> None:

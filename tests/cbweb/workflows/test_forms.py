@@ -117,6 +117,22 @@ def test_values_the_model_refuses_by_type_or_bound_are_refused_on_the_field(key:
         model_form_field(key, Gadget.model_fields[key]).clean(posted)
 
 
+def test_a_strict_bound_refuses_the_bound_itself_and_says_so() -> None:
+    ratio = model_form_field("ratio", Gadget.model_fields["ratio"])  # gt=0, lt=1
+    for posted, message in (("0", "greater than 0."), ("1", "less than 1."), ("-1", "greater than 0.")):
+        with pytest.raises(forms.ValidationError) as info:
+            ratio.clean(posted)
+        assert info.value.messages == [f"Ensure this value is {message}"], posted
+    assert ratio.clean("0.001") == 0.001
+    # The browser checks min/max inclusively; the server refuses the bounds themselves.
+    assert (ratio.widget.attrs["min"], ratio.widget.attrs["max"]) == (0, 1)
+    size = model_form_field("size", Gadget.model_fields["size"])  # ge=2, le=9
+    assert size.clean("2") == 2
+    with pytest.raises(forms.ValidationError) as info:
+        size.clean("1")
+    assert info.value.messages == ["Ensure this value is greater than or equal to 2."]
+
+
 def test_a_choice_offers_blank_only_when_the_default_is_not_a_value() -> None:
     mode = model_form_field("mode", Gadget.model_fields["mode"])
     level = model_form_field("level", Gadget.model_fields["level"])
