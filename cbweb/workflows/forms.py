@@ -4,8 +4,8 @@ Every field comes from the engine: the workflow form from ``Workflow``'s fields,
 ``Node``'s, ``Application``'s and ``Arrival``'s, and the type-specific fields from each
 ``AppType.options`` model (so a new application type, option or arrival kind appears in the editor
 without web changes). Literal types become choices, ``ge``/``le`` bounds become min/max (``gt``/``lt``:
-strict ones, said as such), descriptions become help text. The forms only collect values: ``cbweb.workflows.editor`` maps them to the spec and
-the engine's errors back to them.
+strict ones, said as such), descriptions become help text. The forms only collect values:
+``cbweb.workflows.editor`` maps them to the spec and the engine's errors back to them.
 """
 
 from __future__ import annotations
