@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI and Redoc as static files of this server (no CDN): /api/v1/docs/, /api/v1/redoc/.
+    "drf_spectacular_sidecar",
     "cbweb.platforms",
     "cbweb.workflows",
     "cbweb.runs",
@@ -173,6 +175,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --------------------------------------------------------------------------------------------------

@@ -3,11 +3,14 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import AllowAny
 
 from cbweb.api import views
+from cbweb.api.docs import ApiRedocPage, ApiSwaggerPage
 
 app_name = "api"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
+    path("docs/", ApiSwaggerPage.as_view(), name="docs"),
+    path("redoc/", ApiRedocPage.as_view(), name="redoc"),
     path("workflows/", views.WorkflowListApi.as_view(), name="workflow-list"),
     path("workflows/validate/", views.WorkflowValidateApi.as_view(), name="workflow-validate"),
     path("workflows/<int:pk>/", views.WorkflowDetailApi.as_view(), name="workflow-detail"),
