@@ -398,8 +398,9 @@ class _Run:
             return
         for s in self.nodes.values():
             if s.background and s.status is NodeStatus.PENDING:
+                # Stopped, not skipped: nothing went wrong, it was simply not needed (not a failed node).
                 s.stopped_by_design = True
-                self._set_status(s, NodeStatus.SKIPPED, "foreground finished before it could start")
+                self._set_status(s, NodeStatus.STOPPED, "stopped: foreground finished before it could start")
             elif s.background and s.status is NodeStatus.RUNNING:
                 s.stopped_by_design = True
                 self._request_stop(s, FOREGROUND_FINISHED_REASON)

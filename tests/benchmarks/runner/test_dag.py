@@ -193,11 +193,17 @@ workflows:
   chat: {uses: fg}
 """)
     assert result.status == "completed"
-    assert node(result, "research").status == "skipped"
+    research = node(result, "research")
+    assert (research.status, research.reason, research.started_at) == (
+        "stopped",
+        "stopped: foreground finished before it could start",
+        None,
+    )
     assert app(result, "research").requests_requested == 0
     assert app(result, "loader").requests_requested == 0
-    # (Still partial: a skipped node never ran; but its 100 requests are no misses.)
-    assert result.requests_served == result.requests_requested and result.mean_attainment == 1.0
+    # Stopped by design, so no failed node: the run did all its work, and its 100 requests are no misses.
+    assert not result.partial() and result.requests_served == result.requests_requested
+    assert result.mean_attainment == 1.0
 
 
 def test_a_node_that_served_everything_as_the_cancel_arrived_succeeded_without_the_cancel_reason() -> None:
