@@ -445,6 +445,9 @@ def _write_repeat_summary(results: list[ResultDocument], out: Path) -> None:
         mean, half = metrics.mean_ci95(values)
         summary[key] = {"mean": mean, "ci95_half_width": half, "values": values}
         print(f"  {key:<16} {mean:.4f}" + (f" ± {half:.4f}" if half is not None else ""))
+    partial = sum(r.partial() for r in results)
+    if partial:
+        print(f"  {partial} of {len(results)} partial: their attainment is {ATTAINMENT_OF_REQUESTED}")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 

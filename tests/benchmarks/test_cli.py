@@ -242,6 +242,18 @@ def test_the_summary_of_a_partial_run_says_its_attainments_are_of_requested() ->
     assert lines[-1].startswith("run cancelled: partial: served") and "% of requested, makespan" in lines[-1]
 
 
+def test_the_repetitions_summary_says_when_some_attainments_are_of_requested(tmp_path: Path, capsys) -> None:
+    from benchmarks.cli import _write_repeat_summary
+
+    fixture = (ROOT / "tests/benchmarks/fixtures/result-v1.json").read_text()
+    complete, cancelled = (ResultDocument.model_validate_json(fixture) for _ in range(2))
+    _write_repeat_summary([complete, complete], tmp_path)
+    assert "of requested" not in capsys.readouterr().out
+    cancelled.status, cancelled.reason = RunStatus.CANCELLED, "run cancelled"
+    _write_repeat_summary([complete, cancelled], tmp_path)
+    assert "  1 of 2 partial: their attainment is of requested" in capsys.readouterr().out
+
+
 def _submitted(status: str, summary: dict | None) -> dict:
     return {
         "id": 7,
