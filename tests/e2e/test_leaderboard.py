@@ -139,7 +139,7 @@ def test_leaderboard_of_one_workflow_ranks_configurations_with_cis(page: Any, bo
 
 
 def test_platform_comparison_of_one_workflow_on_two_machines(page: Any, board_app: Any) -> None:
-    app, board = board_app
+    app, _ = board_app
     page.goto(f"{app.url}/platforms/")
     assert page.locator("#platforms tbody tr").count() == 2
     page.get_by_role("link", name=re.compile(r"m1-mini")).click()
