@@ -456,8 +456,9 @@ def _frozen_workflow(run: Run) -> Any:
 
 def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
     """Return the run's nodes in DAG order (each after its dependencies), each with its live progress:
-    ``{name, depends_on, type, status, done, total, background, last, reason}``; ``done`` counts the
-    requests served and ``total`` the requests asked for (docs/metrics.md)."""
+    ``{name, depends_on, type, slo: {metric: threshold_s}, status, done, total, background, last,
+    reason}``; ``done`` counts the requests served and ``total`` the requests asked for
+    (docs/metrics.md)."""
     progress = (run.progress or {}).get("nodes") or {}
     workflow = _frozen_workflow(run)
     order = workflow.topological_order() if workflow is not None else list(progress)
@@ -469,6 +470,7 @@ def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
                 "name": name,
                 "depends_on": list(workflow.nodes[name].depend_on) if workflow is not None else [],
                 "type": n.get("type") or (workflow.unit_of(name).type if workflow is not None else ""),
+                "slo": {s.metric: s.threshold_s for s in workflow.unit_of(name).slo} if workflow else {},
                 "status": n.get("status", "pending"),
                 "done": int(n.get("done", 0)),
                 "total": int(n.get("total", 0)),
