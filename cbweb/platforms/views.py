@@ -53,9 +53,11 @@ def platform_compare(request: HttpRequest) -> HttpResponse:
             platforms=[p.pk for p in v["platforms"]],
             scheduler_label=v["scheduler"] or None,
         )
+    query = request.GET.copy()
+    query.pop("scheduler", None)
     return render(
         request,
         "platforms/compare.html",
-        {"form": form, "comparison": comparison},
+        {"form": form, "comparison": comparison, "query": query.urlencode()},
         status=400 if form.errors else 200,
     )

@@ -74,9 +74,9 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
         "report",
     ]
     page.wait_for_selector('canvas[data-panel="latency · steady"]', timeout=60_000)
+    latency = 'canvas[data-panel="latency · steady"]'
     page.wait_for_function(
-        """() => Number(document.querySelector('canvas[data-panel="latency · steady"]').dataset.points) >= 3""",
-        timeout=30_000,
+        f"() => Number(document.querySelector('{latency}').dataset.points) >= 3", timeout=30_000
     )
     before = _points(page, "latency · steady")
     telemetry_before = page.locator("#live-telemetry canvas").count()

@@ -58,3 +58,21 @@ def test_the_comparison_needs_two_platforms_and_a_known_workflow(
     assert one.status_code == 400 and "pick two or more platforms" in one.content.decode()
     assert client.get("/platforms/compare/?workflow=x&platforms=1&platforms=2").status_code == 400
     assert client.get("/platforms/compare/").status_code == 200
+
+
+def test_the_comparison_links_each_scheduler_configuration(
+    client: Any, alice: Any, make_workflow: Any
+) -> None:
+    workflow = make_workflow(alice)
+    m1, x86 = platform("m1"), platform("x86")
+    finish(launch(workflow, alice)[0], m1, 1.0)
+    finish(launch(workflow, alice, scheduler="credit")[0], x86, 0.5)
+    url = f"/platforms/compare/?workflow={workflow.pk}&platforms={m1.pk}&platforms={x86.pk}"
+    page = client.get(url).content.decode()
+    assert page.count('<th><a href="/platforms/') == 2
+    assert (
+        f'href="?workflow={workflow.pk}&amp;platforms={m1.pk}&amp;platforms={x86.pk}&amp;scheduler=credit"'
+        in page
+    )
+    only = client.get(f"{url}&scheduler=credit").content.decode()
+    assert only.count('<th><a href="/platforms/') == 1 and "credit · 1 run" in only
