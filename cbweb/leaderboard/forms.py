@@ -16,8 +16,13 @@ def _workflow_label(w: Any) -> str:
     return f"{w.name} (#{w.pk}, {w.owner.username}, {w.succeeded} run{'s' if w.succeeded != 1 else ''})"
 
 
+NO_SUCH_WORKFLOW = {"invalid_choice": "no workflow with a succeeded run has this id"}
+
+
 class LeaderboardForm(forms.Form):
-    workflow = forms.ModelChoiceField(queryset=Workflow.objects.none(), empty_label=None)
+    workflow = forms.ModelChoiceField(
+        queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
+    )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=2**31 - 1, help_text="blank: every version"
     )
@@ -42,7 +47,9 @@ class LeaderboardForm(forms.Form):
 
 
 class PlatformCompareForm(forms.Form):
-    workflow = forms.ModelChoiceField(queryset=Workflow.objects.none(), empty_label=None)
+    workflow = forms.ModelChoiceField(
+        queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
+    )
     platforms = forms.ModelMultipleChoiceField(
         queryset=Platform.objects.all(), help_text="two or more", widget=forms.CheckboxSelectMultiple
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.platform import gpus
 from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
 
 pytestmark = pytest.mark.browser
@@ -54,6 +55,13 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
 
     def launch() -> str:
         page.goto(f"{live_app.url}/runs/launch/{workflow}/")
+        # The local executor runs on this machine: without an NVIDIA GPU, no MPS scheduler is offered.
+        offered = page.locator("#id_scheduler option:not([disabled])").evaluate_all(
+            "os => os.map(o => o.value)"
+        )
+        assert offered == (
+            ["greedy", "partition", "credit", "credit-mps"] if gpus() else ["greedy", "credit"]
+        )
         with page.expect_navigation():
             page.locator("#launch").click()
         return page.url

@@ -44,6 +44,10 @@ def test_bad_filters_are_a_400_that_names_the_field(client: Any, alice: Any, mak
         response = client.get(f"/leaderboard/?{query}")
         assert response.status_code == 400, query
         assert f"<li>{field}: " in response.content.decode(), query
+    assert (
+        "no workflow with a succeeded run has this id"
+        in client.get("/leaderboard/?workflow=999999").content.decode()
+    )
 
 
 def test_an_empty_leaderboard_says_so(client: Any, db: Any) -> None:
