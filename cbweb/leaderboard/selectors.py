@@ -175,8 +175,6 @@ def leaderboard(
                 "runs": len(group),
                 "run_ids": [r.pk for r in group],
                 "versions": sorted({r.version_number for r in group}),
-                "first_at": group[0].created_at,
-                "last_at": group[-1].created_at,
                 **{name: _estimate_out(e) for name, e in estimates[entry.key].items()},
             }
         )
@@ -190,7 +188,8 @@ def platform_comparison(
     """Return the same workflow on several platforms side by side: ``columns``, one per platform and
     scheduler configuration (only ``scheduler_label``'s when given), each with the run figures
     (FIGURES) and, per application and latency metric, its p50 and p99 as a mean over runs with a
-    95 % CI; ``applications``, the (application, metric) rows; ``schedulers``, the configurations seen."""
+    95 % CI; ``applications``, the application names; ``rows``, the (application, metric) pairs that
+    have percentiles; ``schedulers``, every configuration these platforms ran the workflow under."""
     runs = list(succeeded_runs(workflow=workflow, platforms=platforms))
     groups = _configurations(runs)
     schedulers = sorted({label for _, label in groups})
@@ -198,7 +197,7 @@ def platform_comparison(
         groups = {k: v for k, v in groups.items() if k[1] == scheduler_label}
     apps: dict[int, list[ApplicationResult]] = defaultdict(list)
     for app in ApplicationResult.objects.filter(run__in=runs).only(
-        "run_id", "name", "slo_attainment", "metrics", "slo"
+        "run_id", "name", "slo_attainment", "metrics"
     ):
         apps[app.run_id].append(app)
     rows: set[tuple[str, str]] = set()

@@ -89,7 +89,6 @@ def _check_scheduler(
     return name, effective
 
 
-@transaction.atomic
 def runnable_schedulers(*, platform: Platform | None) -> tuple[list[str], str]:
     """Return the schedulers a run for ``platform`` can use and the machine's name: the platform's
     (no MPS scheduler without an NVIDIA GPU); with none chosen, this machine's under the local
@@ -101,6 +100,7 @@ def runnable_schedulers(*, platform: Platform | None) -> tuple[list[str], str]:
     return list(SCHEDULERS), "any worker"
 
 
+@transaction.atomic
 def run_create(
     *,
     version: WorkflowVersion,
