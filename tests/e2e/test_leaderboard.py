@@ -105,7 +105,6 @@ def test_leaderboard_of_one_workflow_ranks_configurations_with_cis(page: Any, bo
     rows = page.locator("#leaderboard tbody tr")
     assert rows.count() == 3, rows.all_inner_texts()
     table = page.locator("#leaderboard").inner_text()
-    assert "Apple M1" not in table or "m1-mini (Apple M1)" in table
     by_config = {
         (r.get_attribute("data-platform"), r.get_attribute("data-scheduler")): r.inner_text()
         for r in rows.all()
@@ -142,6 +141,7 @@ def test_platform_comparison_of_one_workflow_on_two_machines(page: Any, board_ap
     app, _ = board_app
     page.goto(f"{app.url}/platforms/")
     assert page.locator("#platforms tbody tr").count() == 2
+    page.screenshot(path=str(ARTIFACTS / "platforms.png"))
     page.get_by_role("link", name=re.compile(r"m1-mini")).click()
     page.wait_for_selector("#hardware")
     assert "Apple M1" in page.locator("#hardware").inner_text()
