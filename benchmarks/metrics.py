@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from benchmarks.spec.model import SLO
 from benchmarks.status import RequestStatus
 
 PERCENTILES = (50, 90, 99)
+K = TypeVar("K")
 # Two-sided 95 % Student t critical values for 1..30 degrees of freedom; 1.96 beyond.
 _T95 = (
     12.706,
@@ -258,3 +259,92 @@ def quality_figures(
         if out is not None:
             figures[measure.name] = {"value": out[0], "unit": measure.unit, "count": out[1]}
     return figures
+
+
+# --------------------------------------------------------------------------------------------------
+# Over repeated runs: estimates with their confidence interval, and rankings (the leaderboard's,
+# the platform comparison's)
+# --------------------------------------------------------------------------------------------------
+
+# Fewer runs than this give a mean but no interval: with n = 2 the t interval is 12.7 standard
+# errors wide and says little; the pages say "n=2, no CI" instead.
+MIN_RUNS_FOR_CI = 3
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure over n runs: its mean and, from ``MIN_RUNS_FOR_CI`` runs on, the bounds of its 95 %
+    Student t interval (clipped to the figure's range); ``note`` says why there is no interval
+    ("n=1, no CI") or why it has zero width ("all 3 runs equal")."""
+
+    n: int
+    mean: float
+    low: float | None
+    high: float | None
+    note: str | None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval the ranking compares: the CI, or the mean alone when there is none."""
+        if self.low is None or self.high is None:
+            return self.mean, self.mean
+        return self.low, self.high
+
+
+def estimate(
+    values: Sequence[float], *, bounds: tuple[float, float] | None = None, min_runs: int = MIN_RUNS_FOR_CI
+) -> Estimate | None:
+    """Return the mean of ``values`` with its 95 % CI (``mean_ci95``) when there are at least
+    ``min_runs`` of them, the interval clipped to ``bounds`` (e.g. (0, 1) for an attainment); None for
+    no values."""
+    if not values:
+        return None
+    n = len(values)
+    mean, half = mean_ci95(values)
+    if n < min_runs or half is None:
+        return Estimate(n, mean, None, None, f"n={n}, no CI")
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    note = f"all {n} runs equal" if half == 0 else None
+    return Estimate(n, mean, low, high, note)
+
+
+@dataclass(frozen=True)
+class Ranked(Generic[K]):
+    """One entry of a ranking: its key, its estimate, its rank and the positions (0-based, in the
+    ranking's order) of the entries it is tied with."""
+
+    key: K
+    estimate: Estimate | None
+    rank: int | None
+    tied_with: tuple[int, ...]
+
+
+def rank_estimates(
+    entries: Sequence[tuple[K, Estimate | None]], *, higher_is_better: bool = True
+) -> list[Ranked[K]]:
+    """Return the entries ordered best mean first, each with its rank: 1 + the number of entries
+    whose interval lies entirely on the better side of its own (so entries whose 95 % CIs overlap
+    are not ranked apart), and the entries whose intervals overlap its own (its ties). An entry
+    without a CI is compared by its mean alone (a point interval). Entries without an estimate come
+    last, unranked; equal means keep the given order."""
+    sign = 1.0 if higher_is_better else -1.0
+    measured: list[tuple[K, Estimate]] = [(k, e) for k, e in entries if e is not None]
+    measured.sort(key=lambda ke: -sign * ke[1].mean)
+    ranked: list[Ranked[K]] = []
+    for i, (key, est) in enumerate(measured):
+        low, high = est.interval
+        better = 0
+        ties = []
+        for j, (_, other) in enumerate(measured):
+            if j == i:
+                continue
+            o_low, o_high = other.interval
+            if (o_low > high) if higher_is_better else (o_high < low):
+                better += 1
+            elif o_low <= high and low <= o_high:
+                ties.append(j)
+        ranked.append(Ranked(key, est, 1 + better, tuple(ties)))
+    ranked.extend(Ranked(k, None, None, ()) for k, e in entries if e is None)
+    return ranked

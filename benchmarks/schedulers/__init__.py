@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 SCHEDULERS: dict[str, type[Scheduler]] = {
     cls.name: cls for cls in (GreedyScheduler, PartitionScheduler, CreditScheduler, CreditMpsScheduler)
 }
+
+
+def schedulers_for(gpus: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Return the names of the schedulers a platform with these GPUs (its fingerprint's ``gpus``) can
+    run: every one with an NVIDIA GPU, those that need none (no MPS) without."""
+    return [name for name, cls in SCHEDULERS.items() if gpus or not cls.needs_nvidia_gpu]
+
 
 # How pydantic's range errors read here: "must be <= 1 (got 1.5)".
 _BOUND_WORDS = {

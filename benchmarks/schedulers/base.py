@@ -89,6 +89,9 @@ class Scheduler(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Params: ClassVar[type[SchedulerParams]] = SchedulerParams
+    # True for the schedulers built on NVIDIA MPS: a platform without an NVIDIA GPU cannot run them
+    # (the launch form offers them only where the platform has one).
+    needs_nvidia_gpu: ClassVar[bool] = False
 
     def __init__(self, params: SchedulerParams | None = None) -> None:
         """``params`` must be an instance of the class's ``Params`` (its defaults when None)."""

@@ -28,6 +28,7 @@ class CreditMpsScheduler(CreditScheduler):
 
     name = "credit-mps"
     description = "Credit admission of every step, inside per-process MPS SM shares (as partition)."
+    needs_nvidia_gpu = True
 
     Params = CreditMpsParams
     params: CreditMpsParams

@@ -61,6 +61,7 @@ class PartitionParams(MpsMemoryParams):
 class PartitionScheduler(Scheduler):
     name = "partition"
     description = "Static partition with NVIDIA MPS: each process gets a fixed share of the SMs."
+    needs_nvidia_gpu = True
     Params = PartitionParams
     params: PartitionParams
 

@@ -20,6 +20,7 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:pk>/result/", views.RunResultApi.as_view(), name="run-result"),
     path("runs/<int:pk>/telemetry/", views.RunTelemetryApi.as_view(), name="run-telemetry"),
+    path("leaderboard/", views.LeaderboardApi.as_view(), name="leaderboard"),
     path("platforms/", views.PlatformListApi.as_view(), name="platform-list"),
     path("platforms/<int:pk>/", views.PlatformDetailApi.as_view(), name="platform-detail"),
 ]

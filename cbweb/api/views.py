@@ -12,10 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import export as spec_export
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.fields import SchedulerChoiceField
 from cbweb.api.pagination import StrictLimitOffsetPagination
+from cbweb.leaderboard import selectors as leaderboard_selectors
 from cbweb.platforms import selectors as platform_selectors
 from cbweb.runs import dispatch as run_dispatch
 from cbweb.runs import selectors as run_selectors
@@ -474,3 +476,83 @@ class PlatformDetailApi(APIView):
     @extend_schema(responses={200: PlatformOutput, 404: ERROR})
     def get(self, request: Request, pk: int) -> Response:
         return Response(PlatformOutput(platform_selectors.platform_get(pk=pk)).data)
+
+
+class EstimateOutput(serializers.Serializer):
+    n = serializers.IntegerField(help_text="runs that have the figure")
+    mean = serializers.FloatField()
+    low = serializers.FloatField(allow_null=True, help_text="95 % CI (Student t), from 3 runs on")
+    high = serializers.FloatField(allow_null=True)
+    note = serializers.CharField(allow_null=True, help_text='"n=2, no CI", "all 3 runs equal"')
+
+
+class LeaderboardApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        workflow = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+        version = serializers.IntegerField(
+            required=False, min_value=1, max_value=MAX_ID, help_text="default: every version"
+        )
+        platform = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+        scheduler = serializers.ChoiceField(choices=sorted(SCHEDULERS), required=False)
+        since = serializers.DateField(required=False, help_text="launched on or after this day")
+        until = serializers.DateField(required=False, help_text="launched on or before this day")
+        sort = serializers.ChoiceField(choices=leaderboard_selectors.SORTS, required=False, default="rank")
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("since") and attrs.get("until") and attrs["since"] > attrs["until"]:
+                raise serializers.ValidationError({"until": "the end date is before the start date"})
+            return attrs
+
+    class RowOutput(serializers.Serializer):
+        rank = serializers.IntegerField(allow_null=True, help_text="null: no SLOs, unranked")
+        tied = serializers.BooleanField(help_text="its CI overlaps another row's")
+        tied_with = serializers.ListField(child=serializers.IntegerField(allow_null=True))
+        platform_id = serializers.IntegerField(allow_null=True)
+        platform = serializers.CharField()
+        scheduler = serializers.CharField()
+        scheduler_label = serializers.CharField()
+        scheduler_params = serializers.JSONField()
+        runs = serializers.IntegerField()
+        run_ids = serializers.ListField(child=serializers.IntegerField())
+        versions = serializers.ListField(child=serializers.IntegerField())
+        attainment = EstimateOutput(allow_null=True)
+        fairness = EstimateOutput(allow_null=True)
+        makespan = EstimateOutput(allow_null=True)
+        gpu_energy_per_request = EstimateOutput(allow_null=True, help_text="J; null: not measured")
+        cpu_energy_per_request = EstimateOutput(allow_null=True, help_text="J; null: not measured")
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "Leaderboard",
+                {
+                    "workflow": serializers.IntegerField(),
+                    "versions": serializers.ListField(child=serializers.IntegerField()),
+                    "rows": RowOutput(many=True),
+                },
+            ),
+            400: ERROR,
+            404: ERROR,
+        },
+        description="One workflow's succeeded runs, one row per platform x scheduler configuration, "
+        "ranked by mean SLO attainment with 95 % CIs (docs/web.md#leaderboard).",
+    )
+    def get(self, request: Request) -> Response:
+        v = _filters(self.FilterSerializer, request)
+        board = leaderboard_selectors.leaderboard(
+            workflow=workflow_selectors.workflow_get(pk=v["workflow"]),
+            version=v.get("version"),
+            platform=v.get("platform"),
+            scheduler=v.get("scheduler"),
+            since=v.get("since"),
+            until=v.get("until"),
+            sort=v["sort"],
+        )
+        return Response(
+            {
+                "workflow": v["workflow"],
+                "versions": board["versions"],
+                "rows": self.RowOutput(board["rows"], many=True).data,
+            }
+        )

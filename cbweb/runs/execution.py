@@ -124,7 +124,8 @@ class DatabaseSink:
         self.heartbeat_s = float(settings.CB_HEARTBEAT_S)
 
     def on_event(self, event: Mapping[str, Any]) -> None:
-        if event.get("kind") == "telemetry":
+        # Counted requests' latencies too: the live run page charts them (REQUESTS_SOURCE).
+        if event.get("kind") in ("telemetry", "request_end"):
             self.telemetry.add_event(event)
         self.progress.on_event(event)
         self.tick()

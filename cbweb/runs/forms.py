@@ -12,7 +12,7 @@ from pydantic.fields import FieldInfo
 from benchmarks.schedulers import SCHEDULERS, param_problems, param_range
 from cbweb.platforms.models import Platform
 from cbweb.platforms.selectors import platform_live
-from cbweb.runs.services import MAX_REPEATS
+from cbweb.runs.services import MAX_REPEATS, runnable_schedulers
 from cbweb.workflows.forms import model_form_field
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
@@ -58,6 +58,9 @@ class RunLaunchForm(forms.Form):
         self.fields["version"].queryset = workflow.versions.order_by("-number")
         self.fields["version"].label_from_instance = lambda v: f"v{v.number} ({v.created_at:%Y-%m-%d %H:%M})"
         self._offer_live_platforms()
+        self.scheduler_support = self._scheduler_support()
+        # Every scheduler is a choice; the page's script hides those the chosen platform cannot run
+        # and run_create refuses them with the reason.
         self.fields["scheduler"].choices = [
             (name, f"{name}: {cls.description}") for name, cls in SCHEDULERS.items()
         ]
@@ -100,6 +103,14 @@ class RunLaunchForm(forms.Form):
             self.add_error(param_field_name(name, param), message)
         data["scheduler_params"] = params
         return data
+
+    def _scheduler_support(self) -> dict[str, list[str]]:
+        """Return the schedulers each offered platform can run, by platform id ("" for the empty
+        choice: this machine under the local executor, any worker otherwise); the page's script
+        offers only those of the chosen platform, and run_create refuses the others."""
+        support = {str(p.pk): runnable_schedulers(platform=p)[0] for p in self.fields["platform"].queryset}
+        support[""] = runnable_schedulers(platform=None)[0]
+        return support
 
     def _offer_live_platforms(self) -> None:
         """Offer only platforms with a live worker; say so when there is none (or no broker at all)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
@@ -21,9 +22,13 @@ from benchmarks import metrics
 from benchmarks.monitor.base import is_core_entity
 from benchmarks.results import ApplicationResult as EngineApplicationResult
 from benchmarks.results import QualityRow, SloRow, quality_table, shown_metrics, slo_table
+from benchmarks.spec.load import from_dict
+from benchmarks.spec.model import WorkflowValidationError
 from benchmarks.status import RequestStatus
+from cbweb.platforms.selectors import platform_live
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
-from cbweb.runs.telemetry import decode, lttb
+from cbweb.runs.telemetry import REQUESTS_SOURCE, decode, lttb
+from cbweb.workflows.limits import spec_limits
 
 # Charts get at most this many points per series: enough for a full-width chart, small enough to
 # ship and draw in a few milliseconds.
@@ -283,12 +288,13 @@ def run_result_document(*, run: Run) -> dict[str, Any] | None:
 
 def page_metrics(*, run: Run) -> list[str]:
     """Return the telemetry metrics the result page charts: all but the per-core CPU series, which
-    would be one panel per core on a big machine (the API still serves them)."""
+    would be one panel per core on a big machine, and the live request latencies, which the page
+    draws from the stored requests (the API still serves both)."""
     return sorted(
         {
             m["metric"]
             for m in run_telemetry_metrics(run=run)
-            if not is_core_entity(m["metric"].split(".", 1)[0])
+            if not is_core_entity(m["metric"].split(".", 1)[0]) and m["source"] != REQUESTS_SOURCE
         }
     )
 
@@ -433,3 +439,83 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         for col, groups_first in zip(columns, [g[0] for g in groups.values()], strict=True)
     }
     return {"columns": columns, "table": table, "telemetry": telemetry}
+
+
+# --------------------------------------------------------------------------------------------------
+# Live run page
+# --------------------------------------------------------------------------------------------------
+
+
+def _frozen_workflow(run: Run) -> Any:
+    """Return the engine's Workflow of the spec the run froze, or None when it no longer loads."""
+    try:
+        return from_dict(run.spec, name=run.workflow_name, limits=spec_limits())
+    except WorkflowValidationError:
+        return None
+
+
+def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
+    """Return the run's nodes in DAG order (each after its dependencies), each with its live progress:
+    ``{name, depends_on, type, slo: {metric: threshold_s}, status, done, total, background, last,
+    reason}``; ``done`` counts the requests served and ``total`` the requests asked for
+    (docs/metrics.md)."""
+    progress = (run.progress or {}).get("nodes") or {}
+    workflow = _frozen_workflow(run)
+    order = workflow.topological_order() if workflow is not None else list(progress)
+    nodes = []
+    for name in order:
+        n = progress.get(name) or {}
+        nodes.append(
+            {
+                "name": name,
+                "depends_on": list(workflow.nodes[name].depend_on) if workflow is not None else [],
+                "type": n.get("type") or (workflow.unit_of(name).type if workflow is not None else ""),
+                "slo": {s.metric: s.threshold_s for s in workflow.unit_of(name).slo} if workflow else {},
+                "status": n.get("status", "pending"),
+                "done": int(n.get("done", 0)),
+                "total": int(n.get("total", 0)),
+                "background": bool(n.get("background")),
+                "last": n.get("last") or {},
+                "reason": n.get("reason") or "",
+            }
+        )
+    return nodes
+
+
+def run_wait_reason(*, run: Run) -> str | None:
+    """Return why a queued run has not started, from the workers' heartbeats (``Platform.last_seen_at``)
+    and the runs ahead of it; None for a run that is not queued."""
+    if run.status != Run.Status.QUEUED:
+        return None
+    ahead = Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=run.created_at).count()
+    running = Run.objects.filter(status=Run.Status.RUNNING).count()
+    queue = f"{ahead} queued run(s) ahead of it and {running} running"
+    if settings.CB_RUN_EXECUTOR == "local":
+        return f"The web server executes runs one at a time (no broker is configured): {queue}."
+    lost = f"no worker heartbeat within the last {settings.CB_WORKER_LOST_AFTER_S:g} s"
+    live = list(platform_live())
+    if run.platform is not None:
+        if run.platform.pk not in {p.pk for p in live}:
+            seen = run.platform.last_seen_at
+            when = f"last seen {seen:%Y-%m-%d %H:%M:%S}" if seen else "never seen"
+            return (
+                f"It waits for a worker on {run.platform.name}, which is not live ({lost}; {when}): "
+                "start `consumerbench worker` on that machine."
+            )
+        return f"Its platform's worker is live; it waits its turn: {queue}."
+    workflow = _frozen_workflow(run)
+    gpu_nodes = sorted(
+        name
+        for name in (workflow.nodes if workflow is not None else ())
+        if workflow.unit_of(name).device == "gpu"
+    )
+    if gpu_nodes:
+        if not [p for p in live if p.info.get("gpus")]:
+            return (
+                f"It needs a GPU (device: gpu on {', '.join(gpu_nodes)}) and no GPU worker is live ({lost}): "
+                "start `consumerbench worker --gpu N` on a machine with an NVIDIA GPU."
+            )
+        return f"A GPU worker is live; it waits its turn: {queue}."
+    if not live:
+        return f"No worker is live ({lost}): start `consumerbench worker` on a machine."
+    return f"A worker is live; it waits its turn: {queue}."

@@ -16,15 +16,23 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from benchmarks.platform import gpus
 from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument, headline
-from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
+from benchmarks.schedulers import (
+    SCHEDULERS,
+    SchedulerError,
+    SchedulerParamError,
+    effective_choice,
+    schedulers_for,
+)
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
 from benchmarks.status import RunStatus
@@ -81,6 +89,17 @@ def _check_scheduler(
     return name, effective
 
 
+def runnable_schedulers(*, platform: Platform | None) -> tuple[list[str], str]:
+    """Return the schedulers a run for ``platform`` can use and the machine's name: the platform's
+    (no MPS scheduler without an NVIDIA GPU); with none chosen, this machine's under the local
+    executor, every scheduler otherwise (any worker may take it)."""
+    if platform is not None:
+        return schedulers_for(platform.info.get("gpus") or []), platform.name
+    if settings.CB_RUN_EXECUTOR == "local":
+        return schedulers_for(gpus()), "this machine"
+    return list(SCHEDULERS), "any worker"
+
+
 @transaction.atomic
 def run_create(
     *,
@@ -114,6 +133,14 @@ def run_create(
     except spec_model.WorkflowValidationError as exc:
         raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None
     scheduler, effective = _check_scheduler(workflow, scheduler, scheduler_params)
+    runnable, where = runnable_schedulers(platform=platform)
+    if scheduler not in runnable:
+        raise ValidationError(
+            {
+                "scheduler": f"{scheduler} needs an NVIDIA GPU (it uses NVIDIA MPS) and {where} has none; "
+                f"choose one of: {', '.join(runnable)}"
+            }
+        )
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
     batch = uuid.uuid4()

@@ -1,7 +1,8 @@
 """Telemetry: turning the runner's ``telemetry`` events into chunked arrays, and LTTB downsampling.
 
 The monitor sends batches of samples through the runner's sink as events of kind ``telemetry``
-(one source per batch, ``columns`` and ``rows``). ``TelemetryBuffer`` groups samples into
+(one source per batch, ``columns`` and ``rows``); counted requests' latencies are kept the same way
+while a run goes on (``REQUESTS_SOURCE``). ``TelemetryBuffer`` groups samples into
 chunks of ``TELEMETRY_CHUNK_SAMPLES`` per (source, metric); ``lttb`` reduces a long series to a few
 thousand points for charts while keeping its visual shape (peaks survive, unlike plain decimation).
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from benchmarks.status import RequestStatus
 
 # One row per 4096 samples: 3.4 minutes of one metric at 20 Hz, 64 KiB of arrays, so a 30-minute run
 # has ~9 rows per metric; bigger rows make the live rewrite of the open chunk costlier, smaller ones
@@ -83,6 +86,28 @@ def samples_of_event(event: Mapping[str, Any]) -> Iterator[tuple[str, str, float
                 yield source, metric_name(entity, column), t, value
 
 
+# The live run page's latency charts: the run's sink stores each counted request's metrics as samples
+# of this source (metric ``<node>.<metric>``, t = the request's end), so they grow through the
+# telemetry API while the run goes on; a finished run's charts read its stored requests instead.
+REQUESTS_SOURCE = "requests"
+
+
+def samples_of_request(event: Mapping[str, Any]) -> Iterator[tuple[str, str, float, float]]:
+    """Yield ``(REQUESTS_SOURCE, "<node>.<metric>", end, value)`` for each numeric metric of a
+    ``request_end`` event's record when the request counts (finished normally, not warm-up)."""
+    record = event.get("record")
+    if not isinstance(record, Mapping) or record.get("status") != RequestStatus.OK or record.get("warmup"):
+        return
+    end = _number(record.get("end"))
+    values = record.get("metrics")
+    if end is None or math.isnan(end) or not isinstance(values, Mapping):
+        return
+    for name, value in values.items():
+        number = _number(value)
+        if number is not None and not isinstance(value, bool):
+            yield REQUESTS_SOURCE, metric_name(event.get("node"), str(name)), end, number
+
+
 @dataclass
 class _Series:
     seq: int = 0
@@ -116,7 +141,10 @@ class TelemetryBuffer:
             self.series[(source, metric)] = _Series(seq=s.seq + 1)
 
     def add_event(self, event: Mapping[str, Any]) -> None:
-        for source, metric, t, value in samples_of_event(event):
+        """Add the samples of a monitor ``telemetry`` event or of a counted ``request_end``."""
+        kind = event.get("kind")
+        samples = samples_of_request(event) if kind == "request_end" else samples_of_event(event)
+        for source, metric, t, value in samples:
             self.add(source, metric, t, value)
 
     def take(self) -> list[ChunkWrite]:

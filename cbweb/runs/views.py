@@ -67,7 +67,12 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page: live progress while queued or running, the full result once finished."""
     run = selectors.run_get(pk=pk)
-    context = {"run": run, "can_edit": can_edit(request.user, run.owner_id)}
+    context = {
+        "run": run,
+        "can_edit": can_edit(request.user, run.owner_id),
+        "live_nodes": selectors.run_live_nodes(run=run),
+        "wait_reason": selectors.run_wait_reason(run=run),
+    }
     if run.is_finished and run.result is not None:
         context.update(
             {
@@ -93,6 +98,9 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
             "finished": run.is_finished,
             "error": run.error,
             "progress": run.progress,
+            # The nodes in DAG order, and why a queued run waits (the live page shows both).
+            "nodes": selectors.run_live_nodes(run=run),
+            "wait_reason": selectors.run_wait_reason(run=run),
             "cancel_requested": run.cancel_requested,
         }
     )

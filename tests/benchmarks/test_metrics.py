@@ -180,3 +180,65 @@ def test_metric_count_counts_the_requests_that_recorded_the_metric() -> None:
     reduce = metrics.metric_count("image")
     assert reduce([record(metrics={"image": 1.5}), record(metrics={"image": 2.0}), record()]) == (2.0, 2)
     assert reduce([record()]) is None
+
+
+def test_estimate_gives_no_ci_below_three_runs_and_says_so() -> None:
+    assert metrics.estimate([]) is None
+    one = metrics.estimate([0.8])
+    assert one == metrics.Estimate(1, 0.8, None, None, "n=1, no CI")
+    two = metrics.estimate([0.8, 0.9])
+    assert two is not None and two.low is None and two.note == "n=2, no CI"
+    assert two.mean == pytest.approx(0.85) and two.interval == (two.mean, two.mean)
+
+
+def test_estimate_from_three_runs_is_the_t_interval_clipped_to_the_bounds() -> None:
+    e = metrics.estimate([0.5, 0.7, 0.9], bounds=(0.0, 1.0))
+    assert e is not None and e.n == 3 and e.note is None
+    # s = 0.2, t(0.975, 2) = 4.303: half-width 0.497, so the upper bound 1.197 is clipped to 1.
+    assert e.mean == pytest.approx(0.7) and e.low == pytest.approx(0.7 - 4.303 * 0.2 / 3**0.5)
+    assert e.high == 1.0
+    unclipped = metrics.estimate([0.5, 0.7, 0.9])
+    assert unclipped is not None and unclipped.high == pytest.approx(0.7 + 4.303 * 0.2 / 3**0.5)
+
+
+def test_a_zero_width_interval_says_that_every_run_was_equal() -> None:
+    e = metrics.estimate([1.0, 1.0, 1.0], bounds=(0.0, 1.0))
+    assert e == metrics.Estimate(3, 1.0, 1.0, 1.0, "all 3 runs equal")
+
+
+def test_ranking_puts_overlapping_cis_on_one_rank_and_marks_them_tied() -> None:
+    a = metrics.Estimate(3, 0.90, 0.85, 0.95, None)
+    b = metrics.Estimate(3, 0.88, 0.80, 0.96, None)  # overlaps a
+    c = metrics.Estimate(3, 0.60, 0.55, 0.65, None)  # below both
+    ranked = metrics.rank_estimates([("c", c), ("b", b), ("a", a), ("none", None)])
+    assert [(r.key, r.rank, r.tied_with) for r in ranked] == [
+        ("a", 1, (1,)),
+        ("b", 1, (0,)),
+        ("c", 3, ()),
+        ("none", None, ()),
+    ]
+
+
+def test_ranking_is_not_transitive_in_ties_an_entry_can_overlap_two_that_do_not_overlap() -> None:
+    top = metrics.Estimate(3, 0.9, 0.80, 1.00, None)
+    mid = metrics.Estimate(3, 0.7, 0.60, 0.85, None)
+    low = metrics.Estimate(3, 0.5, 0.40, 0.65, None)
+    ranked = metrics.rank_estimates([("top", top), ("mid", mid), ("low", low)])
+    # mid overlaps both; low lies entirely below top only.
+    assert [(r.key, r.rank, r.tied_with) for r in ranked] == [
+        ("top", 1, (1,)),
+        ("mid", 1, (0, 2)),
+        ("low", 2, (1,)),
+    ]
+
+
+def test_ranking_compares_entries_without_a_ci_by_their_mean_and_lower_can_be_better() -> None:
+    fast = metrics.Estimate(1, 2.0, None, None, "n=1, no CI")
+    slow = metrics.Estimate(1, 3.0, None, None, "n=1, no CI")
+    same = metrics.Estimate(2, 2.0, None, None, "n=2, no CI")
+    ranked = metrics.rank_estimates([("slow", slow), ("fast", fast), ("same", same)], higher_is_better=False)
+    assert [(r.key, r.rank, r.tied_with) for r in ranked] == [
+        ("fast", 1, (1,)),
+        ("same", 1, (0,)),
+        ("slow", 3, ()),
+    ]

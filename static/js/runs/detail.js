@@ -9,13 +9,15 @@
     status.className = "status " + data.status;
     const error = document.getElementById("run-error");
     if (data.error) { error.textContent = data.error; error.hidden = false; }
-    const nodes = (data.progress && data.progress.nodes) || {};
-    Object.entries(nodes).forEach(([name, n]) => {
-      const row = document.querySelector(`#progress tr[data-node="${CSS.escape(name)}"]`);
+    const wait = document.getElementById("wait-reason");
+    wait.textContent = data.wait_reason ? "Waiting: " + data.wait_reason : "";
+    wait.hidden = !data.wait_reason;
+    (data.nodes || []).forEach((n) => {
+      const row = document.querySelector(`#progress tr[data-node="${CSS.escape(n.name)}"]`);
       if (!row) return;
       row.querySelector(".st").innerHTML = "";
       row.querySelector(".st").appendChild(CB.el("span", { class: "status " + n.status }, n.status));
-      row.querySelector(".done").textContent = `${n.done}/${n.total}`;
+      row.querySelector(".done").textContent = `${n.done} of ${n.total}`;
       row.querySelector(".last").textContent = Object.entries(n.last || {}).map(([k, v]) => `${k}=${v.toFixed(3)}s`).join(" ");
       row.querySelector(".reason").textContent = n.reason || "";
     });

@@ -95,3 +95,10 @@ def test_a_label_names_the_parameters_that_differ_from_the_defaults() -> None:
         == "credit (pressure_threshold=0.4)"
     )
     assert scheduler_label("greedy", {}) == "greedy"
+
+
+def test_a_platform_without_an_nvidia_gpu_runs_no_mps_scheduler() -> None:
+    from benchmarks.schedulers import schedulers_for
+
+    assert schedulers_for([]) == ["greedy", "credit"]
+    assert schedulers_for([{"name": "NVIDIA H200"}]) == ["greedy", "partition", "credit", "credit-mps"]

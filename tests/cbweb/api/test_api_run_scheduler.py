@@ -67,3 +67,20 @@ def test_the_openapi_schema_documents_the_scheduler_as_a_name_or_an_object(api: 
     assert kinds == ["string", "object"]
     assert "credit" in scheduler["oneOf"][0]["enum"]
     assert "scheduler_params" in schema["components"]["schemas"]["RunOutput"]["properties"]
+
+
+def test_an_mps_scheduler_for_a_platform_without_an_nvidia_gpu_is_a_400(
+    api: Any, alice: Any, make_workflow: Any
+) -> None:
+    from cbweb.platforms.services import platform_register
+
+    cpu = platform_register(fingerprint={"id": "cpu-box", "host": "cpu-box", "cpu": "EPYC", "gpus": []})
+    response = api.post(
+        "/api/v1/runs/",
+        {"workflow": make_workflow(alice).pk, "platform": cpu.pk, "scheduler": "credit-mps"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "credit-mps needs an NVIDIA GPU (it uses NVIDIA MPS) and cpu-box (EPYC) has none" in str(
+        response.json()
+    )

@@ -1,0 +1,70 @@
+"""The leaderboard's and the platform comparison's query forms (GET parameters, checked like any input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from benchmarks.schedulers import SCHEDULERS
+from cbweb.leaderboard.selectors import SORTS, leaderboard_workflows
+from cbweb.platforms.models import Platform
+from cbweb.workflows.models import Workflow
+
+
+def _workflow_label(w: Any) -> str:
+    return f"{w.name} (#{w.pk}, {w.owner.username}, {w.succeeded} run{'s' if w.succeeded != 1 else ''})"
+
+
+NO_SUCH_WORKFLOW = {"invalid_choice": "no workflow with a succeeded run has this id"}
+
+
+class LeaderboardForm(forms.Form):
+    workflow = forms.ModelChoiceField(
+        queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
+    )
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="blank: every version"
+    )
+    platform = forms.ModelChoiceField(queryset=Platform.objects.all(), required=False, empty_label="any")
+    scheduler = forms.ChoiceField(required=False, choices=[("", "any"), *((n, n) for n in SCHEDULERS)])
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="from")
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="to")
+    sort = forms.ChoiceField(required=False, choices=[(s, s) for s in SORTS], widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["workflow"]
+        field.queryset = leaderboard_workflows()
+        field.label_from_instance = _workflow_label
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", "the end date is before the start date")
+        data["sort"] = data.get("sort") or "rank"
+        return data
+
+
+class PlatformCompareForm(forms.Form):
+    workflow = forms.ModelChoiceField(
+        queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
+    )
+    platforms = forms.ModelMultipleChoiceField(
+        queryset=Platform.objects.all(), help_text="two or more", widget=forms.CheckboxSelectMultiple
+    )
+    scheduler = forms.CharField(
+        required=False, max_length=300, help_text="a scheduler configuration, e.g. credit; blank: all"
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["workflow"]
+        field.queryset = leaderboard_workflows()
+        field.label_from_instance = _workflow_label
+
+    def clean_platforms(self) -> Any:
+        platforms = self.cleaned_data["platforms"]
+        if len(platforms) < 2:
+            raise forms.ValidationError("pick two or more platforms to compare")
+        return platforms

@@ -1,0 +1,100 @@
+/* Run page while the run is queued or running: latency and telemetry charts that grow as it goes.
+   Polls the telemetry API every 2 s: the source "requests" holds each served request's latencies
+   (metric "<node>.<metric>", at the request's end), the other sources the monitor's samples. The
+   page reloads itself once the run finished (detail.js), showing the result's charts instead. */
+"use strict";
+(function () {
+  const section = document.getElementById("progress-section");
+  if (!section || section.dataset.finished !== "0") return;
+  const POLL_MS = 2000;
+  const CORE = /^cpu\d+$/; // one panel per logical CPU would drown the page (the API still has them)
+  const charts = {};
+  let polls = 0;
+  const nodesData = document.getElementById("live-nodes");
+  // Each node's SLO thresholds, drawn as a dashed line on its latency panel.
+  const slos = {};
+  (nodesData ? JSON.parse(nodesData.textContent) : []).forEach((n) => { slos[n.name] = n.slo || {}; });
+  const GIB = 1024 ** 3;
+
+  // The y axis of a telemetry column: bytes in GiB, CPU per core, the rest as recorded.
+  function unit(column) {
+    if (column.endsWith("_bytes")) return { scale: 1 / GIB, label: "GiB" };
+    if (column === "cpu_percent") return { scale: 1, label: "% (100 = one core)" };
+    if (column.endsWith("_pct")) return { scale: 1, label: "%" };
+    if (column.endsWith("_w")) return { scale: 1, label: "W" };
+    if (column.endsWith("_j")) return { scale: 1, label: "J" };
+    return { scale: 1, label: column };
+  }
+
+  // Series of one panel: {key: {title, yLabel, lines: {label: {t, v}}}}.
+  function group(series) {
+    const panels = {};
+    series.forEach((s) => {
+      const dot = s.metric.indexOf(".");
+      const entity = dot > 0 ? s.metric.slice(0, dot) : s.source;
+      const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
+      if (CORE.test(entity)) return;
+      const latency = s.source === "requests";
+      // Latency: one panel per node, one line per metric; telemetry: one panel per source and column.
+      const key = latency ? `latency · ${entity}` : `${s.source} · ${column}`;
+      const panel = (panels[key] = panels[key] || {
+        latency: latency, node: entity, title: latency ? `${entity} · latency` : key, lines: {},
+        unit: latency ? { scale: 1, label: "latency (s)" } : unit(column),
+      });
+      panel.lines[latency ? column : entity] = s;
+    });
+    return panels;
+  }
+
+  function draw(panels) {
+    // One time axis for every panel: up to the latest sample of any series.
+    let tMax = 0;
+    Object.values(panels).forEach((p) => Object.values(p.lines).forEach((s) => { if (s.t.length) tMax = Math.max(tMax, s.t[s.t.length - 1]); }));
+    tMax = Math.ceil(tMax);
+    Object.keys(panels).sort().forEach((key) => {
+      const p = panels[key];
+      const container = document.getElementById(p.latency ? "live-latency" : "live-telemetry");
+      const empty = document.getElementById(p.latency ? "no-live-latency" : "no-live-telemetry");
+      if (empty) empty.remove();
+      const labels = Object.keys(p.lines).sort();
+      const scale = p.unit.scale;
+      const datasets = labels.map((label, j) => ({
+        label: label, data: CB.points(p.lines[label].t, p.lines[label].v.map((v) => v * scale)), borderColor: CB.color(j), backgroundColor: CB.color(j),
+        borderWidth: 1, showLine: !p.latency,
+      }));
+      const nodeSlos = p.latency ? slos[p.node] || {} : {};
+      labels.forEach((label) => {
+        if (nodeSlos[label] !== undefined) {
+          datasets.push({ label: `SLO ${label} ${nodeSlos[label]} s`, data: [{ x: 0, y: nodeSlos[label] }, { x: tMax, y: nodeSlos[label] }], borderColor: "#dc2626", borderDash: [6, 4], pointRadius: 0, slo: true });
+        }
+      });
+      let chart = charts[key];
+      if (!chart) {
+        const id = `live-${Object.keys(charts).length}`;
+        const canvas = CB.panel(container, p.title, id);
+        canvas.dataset.panel = key;
+        chart = charts[key] = CB.timeChart(canvas, datasets, { xMin: 0, xMax: tMax, yLabel: p.unit.label, pointRadius: p.latency ? 2 : 0 });
+        // From zero: a flat series (no swap in use) reads as 0, not as a band around it.
+        chart.options.scales.y.beginAtZero = true;
+      } else {
+        chart.data.datasets = datasets;
+        chart.options.scales.x.max = tMax;
+        chart.update("none");
+      }
+      chart.canvas.dataset.points = String(datasets.filter((d) => !d.slo).reduce((n, d) => n + d.data.length, 0));
+    });
+  }
+
+  function poll() {
+    fetch(`${section.dataset.telemetryUrl}?points=500`, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+      .then((data) => {
+        draw(group(data.series || []));
+        polls += 1;
+        section.dataset.livePolls = String(polls);
+      })
+      .catch(() => {})
+      .finally(() => window.setTimeout(poll, POLL_MS));
+  }
+  poll();
+})();

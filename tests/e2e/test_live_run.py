@@ -1,0 +1,102 @@
+"""The live run page in headless Chromium while a real run executes (the local executor): the latency
+and telemetry charts grow with each poll, the nodes stand in DAG order with "served of requested", and
+a run queued behind it says why it waits. Screenshots go to test-artifacts/e2e/."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+from benchmarks.platform import gpus
+from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
+
+pytestmark = pytest.mark.browser
+
+# "report" is written first but depends on "steady": the page must list steady first.
+SLOW = """\
+report:
+  type: Sleep
+  sleep_time: 0.05
+  num_requests: 2
+  slo: ["e2e<=1s"]
+steady:
+  type: Sleep
+  sleep_time: 0.3
+  num_requests: 40
+  slo: ["e2e<=1s"]
+workflows:
+  report:
+    uses: report
+    depend_on: [steady]
+  steady:
+    uses: steady
+"""
+
+
+def _points(page: Any, panel: str) -> int:
+    return int(page.locator(f'canvas[data-panel="{panel}"]').get_attribute("data-points") or 0)
+
+
+def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
+    page: Any, live_app: LiveApp
+) -> None:
+    log_in(page, live_app)
+    token = page.evaluate("document.cookie.match(/csrftoken=([^;]+)/)[1]")
+    created = page.request.post(
+        f"{live_app.url}/api/v1/workflows/",
+        data={"name": "live", "yaml": SLOW},
+        headers={"X-CSRFToken": token, "Referer": live_app.url},
+    )
+    assert created.status == 201, created.text()
+    workflow = created.json()["id"]
+
+    def launch() -> str:
+        page.goto(f"{live_app.url}/runs/launch/{workflow}/")
+        # The local executor runs on this machine: without an NVIDIA GPU, no MPS scheduler is offered.
+        offered = page.locator("#id_scheduler option:not([disabled])").evaluate_all(
+            "os => os.map(o => o.value)"
+        )
+        assert offered == (
+            ["greedy", "partition", "credit", "credit-mps"] if gpus() else ["greedy", "credit"]
+        )
+        with page.expect_navigation():
+            page.locator("#launch").click()
+        return page.url
+
+    first = launch()
+    second = launch()
+    # The second run waits behind the first, and its page says so.
+    page.goto(second)
+    wait = page.locator("#wait-reason")
+    wait.wait_for(state="visible")
+    assert re.search(r"one at a time .*: 0 queued run\(s\) ahead of it and 1 running", wait.inner_text())
+    page.screenshot(path=str(ARTIFACTS / "live-queued.png"))
+
+    page.goto(first)
+    page.wait_for_selector("#run-status.running")
+    assert page.locator("#progress tbody tr").evaluate_all("rows => rows.map(r => r.dataset.node)") == [
+        "steady",
+        "report",
+    ]
+    page.wait_for_selector('canvas[data-panel="latency · steady"]', timeout=60_000)
+    latency = 'canvas[data-panel="latency · steady"]'
+    page.wait_for_function(
+        f"() => Number(document.querySelector('{latency}').dataset.points) >= 3", timeout=30_000
+    )
+    before = _points(page, "latency · steady")
+    telemetry_before = page.locator("#live-telemetry canvas").count()
+    assert telemetry_before >= 1
+    cpu_before = _points(page, "psutil · cpu_percent")
+    time.sleep(4.5)  # two polls, a dozen requests
+    after = _points(page, "latency · steady")
+    assert after > before, (before, after)
+    assert _points(page, "psutil · cpu_percent") > cpu_before
+    done = page.locator('#progress tr[data-node="steady"] td.done').inner_text()
+    assert re.fullmatch(r"\d+ of 40", done), done
+    page.screenshot(path=str(ARTIFACTS / "live-run.png"))
+    # Once finished, the page reloads itself into the result.
+    page.wait_for_selector("#run-status.succeeded", timeout=120_000)
+    assert page.locator("#live-charts").count() == 0
