@@ -382,3 +382,16 @@ def cards_from_bound(formset: Any) -> list[dict[str, Any]]:
 def live_cards(formset: Any) -> list[ApplicationCardForm]:
     """Return the valid cards of a bound formset that are not marked for deletion."""
     return [f for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+
+
+class VersionDiffForm(forms.Form):
+    """The two versions of a workflow to compare (``old``, ``new``: version numbers)."""
+
+    old = forms.TypedChoiceField(coerce=int, label="From")
+    new = forms.TypedChoiceField(coerce=int, label="To")
+
+    def __init__(self, *args: Any, numbers: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(n, f"v{n}") for n in numbers]
+        self.fields["old"].choices = choices
+        self.fields["new"].choices = choices

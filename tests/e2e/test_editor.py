@@ -171,3 +171,29 @@ def test_check_reports_a_model_that_does_not_resolve_here(page: Any, live_app: L
     assert f"model '{missing}' is not a catalogue name" in shown, shown
     assert "no such file or folder exists here" in shown
     page.locator("[data-card]").first.screenshot(path=str(ARTIFACTS / "editor-missing-model.png"))
+
+
+def test_the_version_list_links_a_diff_of_each_version_with_the_one_before(
+    page: Any, live_app: LiveApp
+) -> None:
+    log_in(page, live_app)
+    _new_editor(page, live_app, "diffed")
+    page.fill("#id_cards-0-node", "first")
+    page.select_option("#id_cards-0-type", "Sleep")
+    second = _add_card(page, "second")
+    page.select_option(f"#id_cards-{second}-depend_on", ["first"])
+    with page.expect_navigation():
+        page.locator("#save").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Edit").click()
+    page.fill("#id_cards-0-node", "start")
+    page.fill("#id_cards-1-opt_Sleep_sleep_time", "0.5")
+    with page.expect_navigation():
+        page.locator("#save").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="changes from v1").click()
+    rows = page.locator("#diff-changes tbody tr").all_inner_texts()
+    assert any("node 'second'" in r and "depend_on" in r and "[first]" in r and "[start]" in r for r in rows)
+    assert any("unit 'second'" in r and "sleep_time" in r and "0.5" in r for r in rows), rows
+    assert page.locator("#diff-unified .add").count() > 0 and page.locator("#diff-unified .del").count() > 0
+    page.screenshot(path=str(ARTIFACTS / "workflow-diff.png"), full_page=True)
