@@ -6,9 +6,11 @@ module only selects, arranges and downsamples.
 
 from __future__ import annotations
 
+import io
 import math
+import zipfile
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +252,47 @@ def run_bundle_file(*, run: Run, rel: str) -> Path | None:
     return path
 
 
+# The bundle download reads files in blocks of this size, so that its memory stays bounded whatever
+# the size of the bundle's files (telemetry CSVs of long runs run to tens of MB).
+BUNDLE_BLOCK_BYTES = 1 << 20
+
+
+class _Drain(io.RawIOBase):
+    """A write-only stream whose written bytes are taken out in pieces (what zipfile writes to)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.buffer += data
+        return len(data)
+
+    def take(self) -> bytes:
+        out, self.buffer = bytes(self.buffer), bytearray()
+        return out
+
+
+def run_bundle_zip(*, run: Run) -> Iterator[bytes]:
+    """Yield the run's result bundle as a ZIP archive, piece by piece (never whole in memory): the
+    files of ``run_bundle_files`` under the folder ``run-<id>/``; a file that does not resolve inside
+    the bundle (a link pointing out of it) is left out."""
+    sink = _Drain()
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for entry in run_bundle_files(run=run):
+            path = run_bundle_file(run=run, rel=entry["path"])
+            if path is None:
+                continue
+            with path.open("rb") as source, archive.open(f"run-{run.pk}/{entry['path']}", "w") as target:
+                while block := source.read(BUNDLE_BLOCK_BYTES):
+                    target.write(block)
+                    yield sink.take()
+            yield sink.take()
+    yield sink.take()
+
+
 def run_result_document(*, run: Run) -> dict[str, Any] | None:
     """Return the run's full result.json (requests included) rebuilt from the database, or None."""
     if run.result is None:
@@ -305,6 +348,37 @@ def telemetry_rows(*, run: Run) -> list[dict[str, Any]]:
     for name, values in (telemetry.get("applications") or {}).items():
         rows.append({"window": name, **values})
     return rows
+
+
+# Which monitor sources each column of the "Device during the run" table comes from (docs/monitor.md):
+# a column reads "-" when none of its sources was available, and the page says why.
+TELEMETRY_COLUMN_SOURCES = {
+    "SM activity": ("gpm", "dcgm", "nvml"),
+    "SM occupancy": ("gpm", "dcgm"),
+    "GPU energy": ("nvml",),
+    "GPU memory peak": ("nvml",),
+    "CPU energy": ("rapl",),
+}
+
+
+def telemetry_unavailable(*, run: Run) -> list[dict[str, Any]]:
+    """Return why telemetry figures are missing: for each table column none of whose sources was
+    available, the column and each of its sources with the reason the monitor recorded."""
+    sources = ((run.result or {}).get("telemetry") or {}).get("sources") or {}
+    out = []
+    for column, names in TELEMETRY_COLUMN_SOURCES.items():
+        known = [n for n in names if n in sources]
+        if not known or any(sources[n].get("status") == "available" for n in known):
+            continue
+        out.append(
+            {
+                "column": column,
+                "sources": [
+                    {"source": n, "reason": sources[n].get("reason") or "no reason recorded"} for n in known
+                ],
+            }
+        )
+    return out
 
 
 def run_charts(*, run: Run) -> dict[str, Any]:

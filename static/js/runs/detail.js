@@ -70,21 +70,10 @@
     CB.timeChart(canvas, datasets, { xMin: 0, xMax: xMax, yLabel: "latency (s)", pointRadius: 2 });
   });
 
-  // One panel per source and column (SM activity, power, memory, CPU ...), one line per entity
-  // (system, gpu0, an application's processes), all on the run's time axis.
+  // One panel per source, column and kind of entity, all on the run's time axis (charts.js).
   const telemetry = document.getElementById("telemetry-charts");
-  const panels = {};
-  data.telemetry.forEach((s) => {
-    const dot = s.metric.indexOf(".");
-    const entity = dot > 0 ? s.metric.slice(0, dot) : s.source;
-    const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
-    const key = `${s.source} · ${column}`;
-    (panels[key] = panels[key] || []).push({ label: entity, t: s.t, v: s.v });
-  });
-  const keys = Object.keys(panels).sort();
-  if (keys.length) document.getElementById("no-telemetry").remove();
-  keys.forEach((key, i) => {
-    const datasets = panels[key].map((s, j) => ({ label: s.label, data: CB.points(s.t, s.v), borderColor: CB.color(j), borderWidth: 1 }));
-    CB.timeChart(CB.panel(telemetry, key, `telemetry-${i}`), datasets, { xMin: 0, xMax: xMax });
-  });
+  const constants = document.getElementById("telemetry-constant");
+  const drawn = CB.telemetryPanels(telemetry, constants, data.telemetry, { xMin: 0, xMax: xMax });
+  if (drawn) document.getElementById("no-telemetry").remove();
+  document.getElementById("telemetry-constant-box").hidden = !constants.children.length;
 })();

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import io
 import json
 import re
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -216,3 +219,42 @@ def test_the_result_and_compare_pages_show_each_applications_quality_figures(cha
 def test_a_run_without_quality_figures_shows_no_quality_table(finished_run: Run) -> None:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     assert 'id="slo-table"' in html and 'id="quality-table"' not in html
+
+
+def test_the_owner_downloads_the_whole_bundle_as_one_zip(alice: Any, finished_run: Run) -> None:
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/runs/{finished_run.pk}/").content.decode()
+    assert f'href="/runs/{finished_run.pk}/bundle.zip"' in page
+    response = client.get(f"/runs/{finished_run.pk}/bundle.zip")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert f"run-{finished_run.pk}-bundle.zip" in response["Content-Disposition"]
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    root = Path(finished_run.bundle_dir)
+    expected = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert sorted(n.removeprefix(f"run-{finished_run.pk}/") for n in archive.namelist()) == expected
+    assert archive.read(f"run-{finished_run.pk}/chat.csv") == (root / "chat.csv").read_bytes()
+
+
+def test_a_colleague_or_a_stranger_cannot_download_someone_elses_bundle(bob: Any, finished_run: Run) -> None:
+    colleague = Client()
+    colleague.force_login(bob)
+    assert colleague.get(f"/runs/{finished_run.pk}/bundle.zip").status_code == 403
+    assert 'id="download-bundle"' not in colleague.get(f"/runs/{finished_run.pk}/").content.decode()
+    anonymous = Client().get(f"/runs/{finished_run.pk}/bundle.zip")
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+    assert colleague.get("/runs/999999/bundle.zip").status_code == 404
+
+
+def test_the_bundle_leaves_out_a_link_that_points_out_of_it(
+    alice: Any, finished_run: Run, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not part of any run")
+    (Path(finished_run.bundle_dir) / "escape.txt").symlink_to(secret)
+    client = Client()
+    client.force_login(alice)
+    response = client.get(f"/runs/{finished_run.pk}/bundle.zip")
+    names = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))).namelist()
+    assert f"run-{finished_run.pk}/chat.csv" in names
+    assert not any(n.endswith("escape.txt") for n in names)
