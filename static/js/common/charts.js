@@ -58,7 +58,7 @@ window.CB = (function () {
   // follow the monitor's naming: *_bytes, *_pct, *_w, *_j, *_mhz, *_c; cpu_percent is the machine's
   // share of all its cores for the system row and one core per 100 % for an application's processes.
   function axisOf(column, perApplication) {
-    if (column.endsWith("_bytes")) return { title: "memory (IEC units: 1 GiB = 1024 MiB)", tick: (v) => bytes(v, 1), text: bytes };
+    if (column.endsWith("_bytes")) return { title: "memory", tick: (v) => bytes(v, 1), text: bytes };
     if (column === "cpu_percent") {
       return perApplication
         ? { title: "CPU % (100 % = one core)", tick: (v) => v + " %", min: 0 }
@@ -77,7 +77,8 @@ window.CB = (function () {
   // applications' processes); one line per entity (or per compared run). A panel whose every value
   // is one constant carries no information: it is listed under ``constants`` instead of drawn
   // ("swap used: 0 B throughout: no swap used").
-  // ``series``: [{source, metric, t, v, label?, color?}]; returns the number of panels drawn.
+  // ``series``: [{source, metric, t, v, label?, color?}]; ``opts.byEntity``: one panel per entity
+  // too (the compare page, whose lines are the compared runs); returns the number of panels drawn.
   function telemetryPanels(container, constants, series, opts) {
     const panels = {};
     series.forEach((s) => {
@@ -85,7 +86,9 @@ window.CB = (function () {
       const entity = dot > 0 ? s.metric.slice(0, dot) : s.source;
       const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
       const perApplication = entity.startsWith("app:");
-      const key = `${s.source} · ${column}${perApplication && column === "cpu_percent" ? " of each application" : ""}`;
+      const key = opts.byEntity
+        ? `${s.source} · ${s.metric}`
+        : `${s.source} · ${column}${perApplication && column === "cpu_percent" ? " of each application" : ""}`;
       const p = (panels[key] = panels[key] || { column: column, perApplication: perApplication, lines: [] });
       p.lines.push({ label: s.label || entity, t: s.t, v: s.v, color: s.color });
     });
