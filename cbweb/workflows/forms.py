@@ -86,8 +86,10 @@ def _limits(metadata: list[Any]) -> dict[str, Any]:
     for m in metadata:
         if isinstance(m, Ge | Gt):
             out["min_value"] = m.ge if isinstance(m, Ge) else m.gt
+            out["min_strict"] = isinstance(m, Gt)
         elif isinstance(m, Le | Lt):
             out["max_value"] = m.le if isinstance(m, Le) else m.lt
+            out["max_strict"] = isinstance(m, Lt)
         elif isinstance(m, MaxLen):
             out["max_length"] = m.max_length
     return out
@@ -162,7 +164,15 @@ def model_form_field(
 
 
 def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
+    """Return a number field's bounds; a strict bound (``gt``/``lt``) says so in its message, since
+    the browser's and Django's min/max are inclusive (the engine refuses the bound itself)."""
+    out: dict[str, Any] = {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
+    messages = {}
+    if limits.get("min_strict"):
+        messages["min_value"] = "Ensure this value is greater than %(limit_value)s."
+    if limits.get("max_strict"):
+        messages["max_value"] = "Ensure this value is less than %(limit_value)s."
+    return {**out, "error_messages": messages} if messages else out
 
 
 def param_field_name(scheduler: str, param: str) -> str:

@@ -136,8 +136,10 @@ def test_scheduler_parameters_are_fields_of_the_chosen_scheduler(page: Any, live
     _new_editor(page, live_app, "credit-params")
     page.fill("#id_cards-0-node", "clock")
     page.select_option("#id_cards-0-type", "Sleep")
+    assert page.locator("#no-scheduler-params").is_visible()  # greedy takes none
     page.select_option("#id_scheduler", "credit")
     assert page.locator("#id_credit__pressure_threshold").is_visible()
+    assert not page.locator("#no-scheduler-params").is_visible()
     # Only the chosen scheduler's parameters are shown.
     others = page.locator('#scheduler-params [data-scheduler]:not([data-scheduler="credit"])')
     assert others.count() > 0 and not any(f.is_visible() for f in others.all())
