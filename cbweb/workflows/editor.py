@@ -286,7 +286,10 @@ def _submitted(data: Mapping[str, Any]) -> tuple[EditorState, dict[str, Any] | N
     """Bind the submitted editor; return its state and the spec mapping (None while a form is invalid)."""
     meta, formset = build_editor(data=data)
     state = EditorState(meta, formset, nodes=node_names_in(data))
-    if not (meta.is_valid() and formset.is_valid()):
+    meta_valid, cards_valid = meta.is_valid(), formset.is_valid()
+    if not (meta_valid and cards_valid):
+        if cards_valid:  # the DAG is drawn while the workflow's own fields are unfinished
+            state.svg = dag_svg(nodes_of_spec(editor_to_dict(meta.cleaned_data, live_cards(formset))[0]))
         state.status = 400
         return state, None
     spec, problems = editor_to_dict(meta.cleaned_data, live_cards(formset))

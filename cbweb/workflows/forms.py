@@ -63,6 +63,18 @@ HELP = {
 }
 
 
+# Unit suffixes of the models' field names, written as a unit in the label ("step_ms" -> "Step (ms)").
+UNIT_SUFFIXES = {"_s": "s", "_ms": "ms", "_mb": "MiB", "_pct": "%", "_hz": "Hz"}
+
+
+def human_label(key: str) -> str:
+    """Return the label of a field named ``key``: words, with a unit suffix as a unit."""
+    for suffix, unit in UNIT_SUFFIXES.items():
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return f"{pretty_name(key.removesuffix(suffix))} ({unit})"
+    return pretty_name(key)
+
+
 def option_field_name(type_name: str, key: str) -> str:
     """Return the card field name of option ``key`` of application type ``type_name``."""
     return f"opt_{type_name}_{key}"
@@ -137,7 +149,7 @@ def model_form_field(
     default = None if info.default is PydanticUndefined else info.default
     limits = _limits(info.metadata)
     common: dict[str, Any] = {
-        "label": LABELS.get(name) or label or LABELS.get(key) or pretty_name(key),
+        "label": LABELS.get(name) or label or LABELS.get(key) or human_label(key),
         "help_text": help_text or info.description or HELP.get(name, ""),
         "required": False,
         "initial": default,
@@ -188,7 +200,7 @@ def _param_field(scheduler: str, param: str, info: FieldInfo) -> forms.Field:
         param,
         info,
         name=param_field_name(scheduler, param),
-        label=f"{scheduler}: {pretty_name(param).lower()}",
+        label=f"{scheduler}: {human_label(param).lower()}",
         help_text=f"{info.description} (default {default}; allowed: "
         f"{param_range(SCHEDULERS[scheduler].Params, param)})",
     )

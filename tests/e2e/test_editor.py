@@ -71,6 +71,8 @@ def test_a_fresh_editor_shows_no_errors_before_anything_is_typed(page: Any, live
     page.wait_for_function("Number(document.getElementById('editor-form').dataset.previewed || 0) >= 1")
     assert page.locator("#editor-form ul.errorlist li").count() == 0
     assert page.locator("#preview-errors li").count() == 0
+    # The DAG of the first card is drawn although the workflow has no name yet.
+    page.wait_for_selector('#dag-preview svg g[data-node="app1"]')
     page.screenshot(path=str(ARTIFACTS / "editor-fresh.png"))
     # Once the name has been typed and cleared, "required" is shown where it belongs.
     page.fill("#id_name", "x")
