@@ -70,6 +70,25 @@ def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
     return depth
 
 
+def _cycle_nodes(nodes: Sequence[DagNode]) -> set[str]:
+    """Return the names of the nodes that lie on a dependency cycle (each reaches itself)."""
+    known = {n.name for n in nodes}
+    deps = {n.name: [d for d in n.depend_on if d in known] for n in nodes}
+    out = set()
+    for start in deps:
+        seen: set[str] = set()
+        todo = list(deps[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                out.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(deps[name])
+    return out
+
+
 def dag_svg(nodes: Sequence[DagNode]) -> str:
     """Return an SVG (as text, escaped) drawing the DAG; background nodes have a dashed border."""
     if not nodes:
@@ -119,14 +138,17 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
                 f'<path class="edge" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, {ex - GAP_X / 2} {ey}, '
                 f'{ex} {ey}" fill="none" marker-end="url(#arrow)"/>'
             )
+    in_cycle = _cycle_nodes(nodes)
     for n in nodes:
         x, y = pos[n.name]
         missing = [d for d in n.depend_on if d not in pos]
-        cls = "node background" if n.background else "node"
+        cls = ("node background" if n.background else "node") + (
+            " invalid" if missing or n.name in in_cycle else ""
+        )
         dash = ' stroke-dasharray="5 3"' if n.background else ""
         title = f"{n.name} ({n.label})" + (f"; unknown dependencies: {', '.join(missing)}" if missing else "")
         parts.append(
-            f'<g class="{cls}{" invalid" if missing else ""}" data-node="{escape(n.name)}">'
+            f'<g class="{cls}" data-node="{escape(n.name)}">'
             f"<title>{escape(title)}</title>"
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6"{dash}/>'
             f'<text x="{x + 8}" y="{y + 18}" class="name">{escape(n.name[:20])}</text>'

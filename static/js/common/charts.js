@@ -37,7 +37,7 @@ window.CB = (function () {
         plugins: { legend: { display: datasets.length > 1 }, decimation: { enabled: false } },
         scales: {
           x: { type: "linear", min: opts.xMin, max: opts.xMax, title: { display: true, text: opts.xLabel || "time since run start (s)" } },
-          y: { title: { display: !!opts.yLabel, text: opts.yLabel || "" } },
+          y: { min: opts.yMin, title: { display: !!opts.yLabel, text: opts.yLabel || "" } },
         },
       },
     });

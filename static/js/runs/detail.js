@@ -67,7 +67,9 @@
     if (s.slo_s !== null) {
       datasets.push({ label: `SLO ${s.slo_s} s`, data: [{ x: 0, y: s.slo_s }, { x: xMax || s.t[s.t.length - 1], y: s.slo_s }], borderColor: "#dc2626", borderDash: [6, 4] });
     }
-    CB.timeChart(canvas, datasets, { xMin: 0, xMax: xMax, yLabel: "latency (s)", pointRadius: 2 });
+    // From zero: a latency axis that starts at the smallest value blows a 0.1 ms jitter up to the
+    // whole chart height.
+    CB.timeChart(canvas, datasets, { xMin: 0, xMax: xMax, yMin: 0, yLabel: "latency (s)", pointRadius: 2 });
   });
 
   // One panel per source, column and kind of entity, all on the run's time axis (charts.js).
