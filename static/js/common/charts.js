@@ -54,6 +54,17 @@ window.CB = (function () {
     return (v < 0 ? "-" : "") + text + " " + units[i];
   }
 
+  // A tick step for a byte axis that is round in the unit its labels use (1, 2 or 5 x 10^n MiB, not
+  // 50,000,000 bytes = 47.68 MiB), about five ticks over the range.
+  function byteStep(lo, hi) {
+    let unit = 1;
+    while (Math.max(Math.abs(lo), Math.abs(hi)) >= unit * 1024 && unit < 1024 ** 4) unit *= 1024;
+    const raw = (hi - lo) / unit / 5;
+    const magnitude = 10 ** Math.floor(Math.log10(raw));
+    const nice = [1, 2, 5, 10].find((f) => f * magnitude >= raw) * magnitude;
+    return nice * unit;
+  }
+
   // How a telemetry column (docs/monitor.md) reads on an axis: its title and tick format. Columns
   // follow the monitor's naming: *_bytes, *_pct, *_w, *_j, *_mhz, *_c; cpu_percent is the machine's
   // share of all its cores for the system row and one core per 100 % for an application's processes.
@@ -107,6 +118,7 @@ window.CB = (function () {
       const datasets = p.lines.map((l, j) => ({ label: l.label, data: points(l.t, l.v), borderColor: l.color || color(j), borderWidth: 1 }));
       const chart = timeChart(panel(container, key, `telemetry-${drawn}`), datasets, { xMin: opts.xMin, xMax: opts.xMax, yLabel: axis.title });
       chart.options.scales.y.ticks = { callback: axis.tick };
+      if (p.column.endsWith("_bytes")) chart.options.scales.y.ticks.stepSize = byteStep(lo, Math.max(...values));
       if (axis.min !== undefined) chart.options.scales.y.min = axis.min;
       if (axis.max !== undefined) chart.options.scales.y.suggestedMax = axis.max;
       chart.update();
