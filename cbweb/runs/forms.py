@@ -7,40 +7,13 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from pydantic.fields import FieldInfo
 
-from benchmarks.schedulers import SCHEDULERS, param_problems, param_range
+from benchmarks.schedulers import SCHEDULERS, param_problems
 from cbweb.platforms.models import Platform
 from cbweb.platforms.selectors import platform_live
 from cbweb.runs.services import MAX_REPEATS, runnable_schedulers
-from cbweb.workflows.forms import model_form_field
+from cbweb.workflows.forms import chosen_scheduler_params, param_field_name, scheduler_param_fields
 from cbweb.workflows.models import Workflow, WorkflowVersion
-
-
-def param_field_name(scheduler: str, param: str) -> str:
-    """Return the form field of a scheduler's parameter, e.g. ``credit__pressure_threshold``."""
-    return f"{scheduler}__{param}"
-
-
-def _param_field(scheduler: str, param: str, info: FieldInfo) -> forms.Field:
-    """Return the form field of one parameter, derived from the scheduler's ``Params`` model as the
-    workflow editor derives its fields from the spec model (``model_form_field``)."""
-    default = "none" if info.default is None else info.default
-    field = model_form_field(
-        param,
-        info,
-        name=param_field_name(scheduler, param),
-        label=f"{scheduler}: {param}",
-        help_text=f"{info.description} (default {default}; allowed: "
-        f"{param_range(SCHEDULERS[scheduler].Params, param)})",
-    )
-    # The range is checked by the scheduler's Params model (clean: param_problems), in the words the
-    # CLI and the API use ("must be > 0 (got 0.0; allowed: > 0 and <= 3600)"); the input keeps its
-    # min/max for the browser.
-    field.validators = []
-    # The launch page's script shows only the chosen scheduler's parameters.
-    field.widget.attrs["data-scheduler"] = scheduler
-    return field
 
 
 class RunLaunchForm(forms.Form):
@@ -64,9 +37,7 @@ class RunLaunchForm(forms.Form):
         self.fields["scheduler"].choices = [
             (name, f"{name}: {cls.description}") for name, cls in SCHEDULERS.items()
         ]
-        for name, cls in SCHEDULERS.items():
-            for param, info in cls.Params.model_fields.items():
-                self.fields[param_field_name(name, param)] = _param_field(name, param, info)
+        self.fields.update(scheduler_param_fields())
 
     @staticmethod
     def initial_for(scheduler: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -94,11 +65,7 @@ class RunLaunchForm(forms.Form):
         name = data.get("scheduler")
         if name not in SCHEDULERS:
             return data
-        params = {
-            param: data[param_field_name(name, param)]
-            for param in SCHEDULERS[name].Params.model_fields
-            if data.get(param_field_name(name, param)) not in (None, "")
-        }
+        params = chosen_scheduler_params(data, name)
         for param, message in param_problems(name, params):
             self.add_error(param_field_name(name, param), message)
         data["scheduler_params"] = params

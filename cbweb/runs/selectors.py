@@ -6,9 +6,11 @@ module only selects, arranges and downsamples.
 
 from __future__ import annotations
 
+import io
 import math
+import zipfile
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,15 @@ from django.shortcuts import get_object_or_404
 from benchmarks import metrics
 from benchmarks.monitor.base import is_core_entity
 from benchmarks.results import ApplicationResult as EngineApplicationResult
-from benchmarks.results import QualityRow, SloRow, quality_table, shown_metrics, slo_table
+from benchmarks.results import (
+    QualityFigure,
+    QualityRow,
+    SloRow,
+    format_quality,
+    quality_table,
+    shown_metrics,
+    slo_table,
+)
 from benchmarks.spec.load import from_dict
 from benchmarks.spec.model import WorkflowValidationError
 from benchmarks.status import RequestStatus
@@ -96,17 +106,34 @@ def quality_rows(*, run: Run) -> list[QualityRow]:
 
 def _quality_ci(results: list[ApplicationResult]) -> list[dict[str, Any]]:
     """Return each quality figure of an application over a group's runs: name, unit, mean and 95 % CI
-    of the runs' values (``pct`` for a fraction, shown as a percentage)."""
+    of the runs' values (``pct`` for a fraction, shown as a percentage), and ``text``: the mean (and
+    CI) written by the engine's ``format_quality``, as the result page and the CLI write it."""
     units: dict[str, str] = {}
     values: dict[str, list[float]] = defaultdict(list)
     for app in results:
         for name, figure in _engine_application(app).quality.items():
             units.setdefault(name, figure.unit)
             values[name].append(figure.value)
-    return [
-        {"name": name, "unit": unit, "pct": unit == "fraction", "value": _ci(values[name])}
-        for name, unit in units.items()
-    ]
+    out = []
+    for name, unit in units.items():
+        ci = _ci(values[name])
+        text = _quality_text(ci["mean"], unit) if ci else "-"
+        if ci and ci["ci95"] is not None:
+            text += f" ± {_quality_text(ci['ci95'], unit)}"
+        out.append({"name": name, "unit": unit, "pct": unit == "fraction", "value": ci, "text": text})
+    return out
+
+
+def _quality_text(value: float, unit: str) -> str:
+    return format_quality(QualityFigure(value=value, unit=unit, count=0))
+
+
+def _quality_delta(value: float, unit: str) -> str:
+    """Return a change of a quality figure: percentage points for a fraction, else with its unit."""
+    if unit == "fraction":
+        return f"{value * 100:+.1f} pt"
+    sign = "+" if value >= 0 else "-"
+    return sign + _quality_text(abs(value), unit)
 
 
 def _downsample(t: np.ndarray, v: np.ndarray, points: int) -> tuple[list[float], list[float]]:
@@ -255,6 +282,47 @@ def run_bundle_file(*, run: Run, rel: str) -> Path | None:
     return path
 
 
+# The bundle download reads files in blocks of this size, so that its memory stays bounded whatever
+# the size of the bundle's files (telemetry CSVs of long runs run to tens of MB).
+BUNDLE_BLOCK_BYTES = 1 << 20
+
+
+class _Drain(io.RawIOBase):
+    """A write-only stream whose written bytes are taken out in pieces (what zipfile writes to)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.buffer += data
+        return len(data)
+
+    def take(self) -> bytes:
+        out, self.buffer = bytes(self.buffer), bytearray()
+        return out
+
+
+def run_bundle_zip(*, run: Run) -> Iterator[bytes]:
+    """Yield the run's result bundle as a ZIP archive, piece by piece (never whole in memory): the
+    files of ``run_bundle_files`` under the folder ``run-<id>/``; a file that does not resolve inside
+    the bundle (a link pointing out of it) is left out."""
+    sink = _Drain()
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for entry in run_bundle_files(run=run):
+            path = run_bundle_file(run=run, rel=entry["path"])
+            if path is None:
+                continue
+            with path.open("rb") as source, archive.open(f"run-{run.pk}/{entry['path']}", "w") as target:
+                while block := source.read(BUNDLE_BLOCK_BYTES):
+                    target.write(block)
+                    yield sink.take()
+            yield sink.take()
+    yield sink.take()
+
+
 def run_result_document(*, run: Run) -> dict[str, Any] | None:
     """Return the run's full result.json (requests included) rebuilt from the database, or None."""
     if run.result is None:
@@ -313,6 +381,37 @@ def telemetry_rows(*, run: Run) -> list[dict[str, Any]]:
     return rows
 
 
+# Which monitor sources each column of the "Device during the run" table comes from (docs/monitor.md):
+# a column reads "-" when none of its sources was available, and the page says why.
+TELEMETRY_COLUMN_SOURCES = {
+    "SM activity": ("gpm", "dcgm", "nvml"),
+    "SM occupancy": ("gpm", "dcgm"),
+    "GPU energy": ("nvml",),
+    "GPU memory peak": ("nvml",),
+    "CPU energy": ("rapl",),
+}
+
+
+def telemetry_unavailable(*, run: Run) -> list[dict[str, Any]]:
+    """Return why telemetry figures are missing: for each table column none of whose sources was
+    available, the column and each of its sources with the reason the monitor recorded."""
+    sources = ((run.result or {}).get("telemetry") or {}).get("sources") or {}
+    out = []
+    for column, names in TELEMETRY_COLUMN_SOURCES.items():
+        known = [n for n in names if n in sources]
+        if not known or any(sources[n].get("status") == "available" for n in known):
+            continue
+        out.append(
+            {
+                "column": column,
+                "sources": [
+                    {"source": n, "reason": sources[n].get("reason") or "no reason recorded"} for n in known
+                ],
+            }
+        )
+    return out
+
+
 def run_charts(*, run: Run) -> dict[str, Any]:
     """Return the data of the result page's charts: latency, Gantt, telemetry (the API serves the
     same series from ``run_telemetry``)."""
@@ -349,9 +448,63 @@ def _cdf(values: list[float], points: int = CDF_POINTS) -> dict[str, list[float]
     return {"x": [float(x) for x in ordered], "p": [float(x) for x in p]}
 
 
+def _delta(value: dict[str, Any] | None, base: dict[str, Any] | None, kind: str) -> str | None:
+    """Return the change of a column's mean against the first column's, as text (None when either
+    is missing): ``pct`` in percentage points, ``s`` in seconds with the relative change, else plain."""
+    if not value or not base:
+        return None
+    d = value["mean"] - base["mean"]
+    if kind == "pct":
+        return f"{d * 100:+.1f} pt"
+    if kind == "s":
+        relative = f" ({d / base['mean'] * 100:+.0f} %)" if base["mean"] else ""
+        return f"{d:+.2f} s{relative}"
+    return f"{d:+.3f}"
+
+
+def _runs_text(pks: list[int]) -> str:
+    return f"run{'s' if len(pks) > 1 else ''} {', '.join(map(str, pks))}"
+
+
+def compare_warnings(*, runs: list[Run]) -> list[dict[str, Any]]:
+    """Return what makes the compared runs not like for like: different workflows, or different
+    versions of one workflow (with the version numbers to compare: ``workflow``, ``old``, ``new``)."""
+    by_workflow: dict[Any, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    names: dict[Any, str] = {}
+    for run in runs:
+        key = run.workflow_version.workflow_id if run.workflow_version else f"deleted:{run.workflow_name}"
+        by_workflow[key][run.version_number].append(run.pk)
+        names[key] = run.workflow_name
+    if len(by_workflow) > 1:
+        listed = "; ".join(
+            f"{names[key]} ({_runs_text([pk for v in versions.values() for pk in v])})"
+            for key, versions in by_workflow.items()
+        )
+        return [
+            {
+                "message": f"These runs ran different workflows: {listed}. Applications of the same name "
+                "may do different work; compare their figures with care."
+            }
+        ]
+    ((key, versions),) = by_workflow.items()
+    if len(versions) > 1:
+        listed = "; ".join(f"v{n} ({_runs_text(pks)})" for n, pks in sorted(versions.items()))
+        return [
+            {
+                "message": f"These runs ran different versions of workflow {names[key]}: {listed}.",
+                "workflow": key if isinstance(key, int) else None,
+                "old": min(versions),
+                "new": max(versions),
+            }
+        ]
+    return []
+
+
 def run_compare(*, runs: list[Run]) -> dict[str, Any]:
     """Compare runs: groups (repetitions of one launch form one group, shown as mean and 95 % CI),
-    a per-application SLO table with deltas against the first group, latency CDFs, telemetry overlays.
+    run-level rows and a per-application table with deltas against the first group, latency CDFs of
+    every latency metric of each application, telemetry overlays, and warnings when the runs did not
+    run the same workflow version.
     """
     groups: dict[Any, list[Run]] = {}
     for run in runs:
@@ -390,9 +543,15 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         names = {n for r in batch_runs for n in by_run[r.pk]}
         for name in sorted(names):
             results = [by_run[r.pk][name] for r in batch_runs if name in by_run[r.pk]]
-            metric = (shown_metrics(_engine_application(results[0])) or ["e2e"])[0] if results else "e2e"
+            engine = _engine_application(results[0])
+            shown = shown_metrics(engine) or ["e2e"]
+            metric = shown[0]
+            # Every latency metric the application recorded, those of its SLOs first.
+            latency_metrics = list(dict.fromkeys([*shown, *(m for a in results for m in a.metrics)]))
+            requests = [r.metrics for a in results for r in a.requests.all()]
             column["applications"][name] = {
                 "metric": metric,
+                "has_slo": bool(engine.slo),
                 "attainment": _ci([a.slo_attainment for a in results if a.slo_attainment is not None]),
                 "p50": _ci(
                     [
@@ -409,27 +568,52 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
                     ]
                 ),
                 "quality": _quality_ci(results),
-                "cdf": _cdf(
-                    [
-                        float(r.metrics[metric])
-                        for a in results
-                        for r in a.requests.all()
-                        if metric in r.metrics
-                    ]
-                ),
+                "cdfs": {
+                    m: _cdf([float(values[m]) for values in requests if m in values])
+                    for m in latency_metrics
+                    if any(m in values for values in requests)
+                },
             }
         columns.append(column)
     base = columns[0] if columns else None
+    run_rows = [
+        {
+            "label": label,
+            "pct": kind == "pct",
+            "empty": empty,
+            "cells": [
+                {
+                    "value": col[key],
+                    "delta": _delta(col[key], base[key], kind) if col is not base else None,
+                    # A partial run's attainment is over the requests asked for (docs/metrics.md).
+                    "of_requested": key == "mean_attainment" and col["partial"],
+                }
+                for col in columns
+            ],
+        }
+        # What a column without the figure shows instead (docs/metrics.md says when each is missing).
+        for label, key, kind, empty in (
+            ("Mean SLO attainment", "mean_attainment", "pct", "no SLOs"),
+            ("Fairness", "fairness", "plain", "none: fewer than two applications with SLOs"),
+            ("Makespan (s)", "makespan_s", "s", "-"),
+        )
+        if base is not None
+    ]
     app_names = sorted({n for c in columns for n in c["applications"]})
     table = []
     for name in app_names:
         cells = []
+        base_cell = base["applications"].get(name) if base else None
+        base_quality = {q["name"]: q for q in base_cell["quality"]} if base_cell else {}
         for col in columns:
             cell = col["applications"].get(name)
-            base_cell = base["applications"].get(name) if base else None
             delta = None
-            if cell and base_cell and cell["attainment"] and base_cell["attainment"] and col is not base:
-                delta = cell["attainment"]["mean"] - base_cell["attainment"]["mean"]
+            if cell and base_cell and col is not base:
+                delta = _delta(cell["attainment"], base_cell["attainment"], "pct")
+                for q in cell["quality"]:
+                    other = base_quality.get(q["name"])
+                    if other and q["value"] and other["value"]:
+                        q["delta"] = _quality_delta(q["value"]["mean"] - other["value"]["mean"], q["unit"])
             cells.append({"cell": cell, "delta_attainment": delta, "partial": col["partial"]})
         table.append({"application": name, "cells": cells})
     telemetry = {
@@ -438,7 +622,13 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         )
         for col, groups_first in zip(columns, [g[0] for g in groups.values()], strict=True)
     }
-    return {"columns": columns, "table": table, "telemetry": telemetry}
+    return {
+        "columns": columns,
+        "run_rows": run_rows,
+        "table": table,
+        "telemetry": telemetry,
+        "warnings": compare_warnings(runs=runs),
+    }
 
 
 # --------------------------------------------------------------------------------------------------

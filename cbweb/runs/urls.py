@@ -15,4 +15,5 @@ urlpatterns = [
     path("<int:pk>/result.json", views.run_result_json, name="result-json"),
     path("<int:pk>/workflow.yml", views.run_workflow_yaml, name="workflow-yaml"),
     path("<int:pk>/files/<path:path>", views.run_file, name="file"),
+    path("<int:pk>/bundle.zip", views.run_bundle, name="bundle"),
 ]

@@ -8,12 +8,19 @@ import mimetypes
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from cbweb.permissions import can_edit, readable
+from cbweb.permissions import can_edit, check_can_edit, readable
 from cbweb.runs import dispatch, selectors, services
 from cbweb.runs.forms import RunLaunchForm
 from cbweb.runs.models import Run
@@ -82,6 +89,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "files": selectors.run_bundle_files(run=run),
                 "nodes": selectors.run_nodes(run=run),
                 "telemetry_rows": selectors.telemetry_rows(run=run),
+                "telemetry_unavailable": selectors.telemetry_unavailable(run=run),
             }
         )
     return render(request, "runs/detail.html", context)
@@ -157,6 +165,19 @@ def run_file(request: HttpRequest, pk: int, path: str) -> FileResponse:
     return FileResponse(
         found.open("rb"), content_type=content_type, as_attachment=not content_type.startswith("image/")
     )
+
+
+@login_required
+def run_bundle(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    """The run's whole result bundle as one ZIP, streamed; only for its owner (and staff): the bundle
+    holds every request's record (prompts, outputs), which the owner has not necessarily shared."""
+    run = selectors.run_get(pk=pk)
+    check_can_edit(request.user, run, f"run {run.pk}")
+    if not selectors.run_bundle_files(run=run):
+        raise Http404("this run has no result bundle")
+    response = StreamingHttpResponse(selectors.run_bundle_zip(run=run), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-bundle.zip"'
+    return response
 
 
 @readable

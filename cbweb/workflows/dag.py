@@ -13,6 +13,8 @@ from html import escape
 from typing import Any
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 150, 44, 60, 18, 10
+# The height of one lane of the loops that draw the edges closing a cycle, under the boxes.
+LOOP_LANE = 22
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,25 @@ def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
     return depth
 
 
+def _cycle_nodes(nodes: Sequence[DagNode]) -> set[str]:
+    """Return the names of the nodes that lie on a dependency cycle (each reaches itself)."""
+    known = {n.name for n in nodes}
+    deps = {n.name: [d for d in n.depend_on if d in known] for n in nodes}
+    out = set()
+    for start in deps:
+        seen: set[str] = set()
+        todo = list(deps[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                out.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(deps[name])
+    return out
+
+
 def dag_svg(nodes: Sequence[DagNode]) -> str:
     """Return an SVG (as text, escaped) drawing the DAG; background nodes have a dashed border."""
     if not nodes:
@@ -83,33 +104,51 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
     for col, names in columns.items():
         for row, name in enumerate(names):
             pos[name] = (PAD + col * (BOX_W + GAP_X), PAD + row * (BOX_H + GAP_Y))
+    # An edge that does not go rightwards closes a cycle: it is drawn as a loop under the boxes (one
+    # lane each), so that both directions of a cycle show and no edge runs through a box.
+    back = [(dep, n.name) for n in nodes for dep in n.depend_on if dep in pos and depth[dep] >= depth[n.name]]
     width = PAD * 2 + (max(columns) + 1) * (BOX_W + GAP_X) - GAP_X
-    height = PAD * 2 + max(len(v) for v in columns.values()) * (BOX_H + GAP_Y) - GAP_Y
+    boxes_bottom = PAD + max(len(v) for v in columns.values()) * (BOX_H + GAP_Y) - GAP_Y
+    height = boxes_bottom + PAD + len(back) * LOOP_LANE
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="dag" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="workflow DAG">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>',
     ]
+    lane = 0
     for n in nodes:
         x2, y2 = pos[n.name]
         for dep in n.depend_on:
             if dep not in pos:
                 continue
             x1, y1 = pos[dep]
+            if (dep, n.name) in back:
+                lane += 1
+                low = boxes_bottom + lane * LOOP_LANE
+                sx, ex = x1 + BOX_W * 2 / 3, x2 + BOX_W / 3
+                parts.append(
+                    f'<path class="edge back" d="M {sx} {y1 + BOX_H} C {sx} {low}, {ex} {low}, '
+                    f'{ex} {y2 + BOX_H}" fill="none" marker-end="url(#arrow)">'
+                    f"<title>{escape(n.name)} depends on {escape(dep)} (closes a cycle)</title></path>"
+                )
+                continue
             sx, sy, ex, ey = x1 + BOX_W, y1 + BOX_H / 2, x2, y2 + BOX_H / 2
             parts.append(
                 f'<path class="edge" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, {ex - GAP_X / 2} {ey}, '
                 f'{ex} {ey}" fill="none" marker-end="url(#arrow)"/>'
             )
+    in_cycle = _cycle_nodes(nodes)
     for n in nodes:
         x, y = pos[n.name]
         missing = [d for d in n.depend_on if d not in pos]
-        cls = "node background" if n.background else "node"
+        cls = ("node background" if n.background else "node") + (
+            " invalid" if missing or n.name in in_cycle else ""
+        )
         dash = ' stroke-dasharray="5 3"' if n.background else ""
         title = f"{n.name} ({n.label})" + (f"; unknown dependencies: {', '.join(missing)}" if missing else "")
         parts.append(
-            f'<g class="{cls}{" invalid" if missing else ""}" data-node="{escape(n.name)}">'
+            f'<g class="{cls}" data-node="{escape(n.name)}">'
             f"<title>{escape(title)}</title>"
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6"{dash}/>'
             f'<text x="{x + 8}" y="{y + 18}" class="name">{escape(n.name[:20])}</text>'

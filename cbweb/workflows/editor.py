@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
 from benchmarks.apps import APP_TYPES, app_type
+from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import export as spec_export
 from benchmarks.spec import load as spec_load
 from benchmarks.spec import model as spec_model
@@ -27,10 +29,13 @@ from cbweb.workflows.forms import (
     arrival_field_name,
     build_editor,
     cards_from_bound,
+    chosen_scheduler_params,
     default_card,
     live_cards,
     node_names_in,
     option_field_name,
+    param_field_name,
+    scheduler_param_fields,
 )
 from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow
@@ -39,6 +44,8 @@ NO_SLO = "none"
 T = TypeVar("T")
 # The fields of a node (besides its name) that a card shows under the same names.
 NODE_FIELDS = ("uses", "depend_on", "background")
+# The workflow form's fields of the schedulers' parameters (gathered into ``scheduler:``).
+PARAM_FIELDS = frozenset(scheduler_param_fields())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -92,14 +99,15 @@ def editor_to_dict(
     """Return the native spec mapping of the editor's valid forms, and the problems found in joining
     cards (two cards giving one unit different settings). The engine validates the rest.
     """
-    data: dict[str, Any] = {k: v for k, v in meta.items() if _given(v) and k != "scheduler_params"}
+    data: dict[str, Any] = {k: v for k, v in meta.items() if _given(v) and k not in PARAM_FIELDS}
     problems: list[str] = []
-    params = meta.get("scheduler_params")
-    if isinstance(params, Mapping) and params:
+    scheduler = str(data.get("scheduler", "greedy"))
+    # Only what differs from the scheduler's defaults is written (the fields start at the defaults).
+    defaults = SCHEDULERS[scheduler].Params().model_dump(mode="json") if scheduler in SCHEDULERS else {}
+    params = {k: v for k, v in chosen_scheduler_params(meta, scheduler).items() if defaults.get(k) != v}
+    if params:
         # The spec's one spelling of a scheduler with parameters: {name, ...params}.
         data["scheduler"] = {**params, "name": data.get("scheduler", "greedy")}
-    elif params:
-        problems.append("the scheduler's parameters must be a mapping such as {pressure_threshold: 0.4}")
     nodes: dict[str, Any] = {}
     for form in cards:
         card = form.cleaned_data
@@ -129,7 +137,8 @@ def _unit_name(card: Mapping[str, Any]) -> str:
 
 def workflow_to_editor(workflow: spec_model.Workflow) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return the editor's initial values (workflow form, cards) for an engine workflow."""
-    meta = workflow.model_dump(exclude={"applications", "nodes"})
+    meta = workflow.model_dump(exclude={"applications", "nodes", "scheduler_params"})
+    meta.update({param_field_name(workflow.scheduler, k): v for k, v in workflow.scheduler_params.items()})
     cards = []
     for node in workflow.nodes.values():
         unit = workflow.applications[node.uses]
@@ -184,7 +193,12 @@ def attach_errors(meta: WorkflowMetaForm, formset: Any, errors: list[spec_model.
         if head in meta.fields and not rest:
             meta.add_error(str(head), error.message)
         elif head == "scheduler" and rest and rest != ("name",):
-            meta.add_error("scheduler_params", f"{spec_model.format_path(rest)}: {error.message}")
+            scheduler = meta.cleaned_data.get("scheduler") or "greedy"
+            param = param_field_name(scheduler, str(rest[0]))
+            if param in meta.fields and len(rest) == 1:
+                meta.add_error(param, error.message)
+            else:
+                meta.add_error("scheduler", f"{spec_model.format_path(rest)}: {error.message}")
         elif head == "workflows" and rest and rest[0] in by_node:
             key = rest[1] if len(rest) > 1 else None
             on = key if isinstance(key, str) and key in NODE_FIELDS else None
@@ -242,15 +256,21 @@ class EditorState:
     def preview(self) -> dict[str, Any]:
         """Return the live preview's answer: the DAG as SVG, the node names, every error by field
         (``field``: the form field's HTML name, None for an error of the whole workflow)."""
-        errors = [{"field": None, "message": m} for m in self.general_errors]
-        for name, messages in self.meta.errors.items():
-            errors += [{"field": name, "message": m} for m in messages]
+        errors = [{"field": None, "message": m, "code": None} for m in self.general_errors]
+        for name, found in self.meta.errors.as_data().items():
+            errors += [_preview_error(name, e) for e in found]
         for form in self.formset.forms:
-            for name, messages in form.errors.items():
+            for name, found in form.errors.as_data().items():
                 where = form.add_prefix(name) if name != "__all__" else form.prefix
-                errors += [{"field": where, "message": m} for m in messages]
-        errors += [{"field": None, "message": m} for m in self.formset.non_form_errors()]
+                errors += [_preview_error(where, e) for e in found]
+        errors += [{"field": None, "message": m, "code": None} for m in self.formset.non_form_errors()]
         return {"svg": self.svg or "", "nodes": self.nodes, "errors": errors}
+
+
+def _preview_error(field_name: str | None, error: ValidationError) -> dict[str, Any]:
+    """Return one form error as the preview sends it; ``code`` lets the page hold back "required"
+    on fields the user has not touched yet (a fresh form is not wrong, only unfinished)."""
+    return {"field": field_name, "message": " ".join(error.messages), "code": error.code}
 
 
 def _engine(state: EditorState, call: Callable[[], T]) -> T | None:
@@ -266,7 +286,10 @@ def _submitted(data: Mapping[str, Any]) -> tuple[EditorState, dict[str, Any] | N
     """Bind the submitted editor; return its state and the spec mapping (None while a form is invalid)."""
     meta, formset = build_editor(data=data)
     state = EditorState(meta, formset, nodes=node_names_in(data))
-    if not (meta.is_valid() and formset.is_valid()):
+    meta_valid, cards_valid = meta.is_valid(), formset.is_valid()
+    if not (meta_valid and cards_valid):
+        if cards_valid:  # the DAG is drawn while the workflow's own fields are unfinished
+            state.svg = dag_svg(nodes_of_spec(editor_to_dict(meta.cleaned_data, live_cards(formset))[0]))
         state.status = 400
         return state, None
     spec, problems = editor_to_dict(meta.cleaned_data, live_cards(formset))
@@ -345,9 +368,9 @@ def editor_check(*, data: Mapping[str, Any]) -> EditorState:
     state, spec = _submitted(data)
     if spec is not None:
         name = state.meta.cleaned_data["name"]
-        parsed = _engine(state, lambda: services.workflow_parse(name=name, spec=spec))
+        parsed = _engine(state, lambda: services.workflow_parse(name=name, spec=spec, check_here=True))
         if parsed is not None and not state.has_errors():
-            state.notice = "the workflow is valid"
+            state.notice = "the workflow is valid, and its models and files resolve on this server"
     state.status = 400 if state.has_errors() else 200
     return state
 

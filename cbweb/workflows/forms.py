@@ -27,7 +27,7 @@ from pydantic_core import PydanticUndefined
 
 from benchmarks.apps import APP_TYPES
 from benchmarks.apps.base import AppType
-from benchmarks.schedulers import SCHEDULERS
+from benchmarks.schedulers import SCHEDULERS, param_range
 from benchmarks.spec import model as spec_model
 from cbweb.workflows.models import Workflow
 
@@ -47,16 +47,34 @@ LABELS = {
     "arrival_think_time_s": "Think time (s)",
     "arrival_seed": "Arrival seed",
     "arrival_trace": "Trace file",
-    "scheduler_params": "Scheduler parameters",
+    # Keys shared by several types' options, and the workflow's own: labels by key.
+    "num_requests": "Requests",
+    "warmup_requests": "Warm-up requests",
+    "gpu_memory_limit_mb": "GPU memory limit (MiB)",
+    "client_model": "Client model (name the client asks for)",
+    "repeat": "Repetitions",
+    "n_ctx": "Context window (tokens)",
+    "n_threads": "CPU threads",
+    "n_gpu_layers": "GPU layers",
 }
 HELP = {
     "scheduler": "the default; a run may choose another",
-    "scheduler_params": "the scheduler's parameters, e.g. {pressure_threshold: 0.4}; blank = its "
-    "defaults (docs/schedulers.md)",
     "start_together": "applications that start at the same point of the DAG begin their requests "
     "together, once all of them have loaded",
     "background": "runs alongside its dependents; stopped when the foreground finishes",
 }
+
+
+# Unit suffixes of the models' field names, written as a unit in the label ("step_ms" -> "Step (ms)").
+UNIT_SUFFIXES = {"_s": "s", "_ms": "ms", "_mb": "MiB", "_pct": "%", "_hz": "Hz"}
+
+
+def human_label(key: str) -> str:
+    """Return the label of a field named ``key``: words, with a unit suffix as a unit."""
+    for suffix, unit in UNIT_SUFFIXES.items():
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return f"{pretty_name(key.removesuffix(suffix))} ({unit})"
+    return pretty_name(key)
 
 
 def option_field_name(type_name: str, key: str) -> str:
@@ -159,7 +177,7 @@ def model_form_field(
     default = None if info.default is PydanticUndefined else info.default
     limits = _limits(info.metadata)
     common: dict[str, Any] = {
-        "label": LABELS.get(name) or label or pretty_name(key),
+        "label": LABELS.get(name) or label or LABELS.get(key) or human_label(key),
         "help_text": help_text or info.description or HELP.get(name, ""),
         "required": False,
         "initial": default,
@@ -187,6 +205,54 @@ def model_form_field(
 
 def _number(limits: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in limits.items() if k in ("min_value", "max_value")}
+
+
+def param_field_name(scheduler: str, param: str) -> str:
+    """Return the form field of a scheduler's parameter, e.g. ``credit__pressure_threshold``."""
+    return f"{scheduler}__{param}"
+
+
+def _param_field(scheduler: str, param: str, info: FieldInfo) -> forms.Field:
+    """Return the form field of one parameter, derived from the scheduler's ``Params`` model as the
+    editor's other fields are derived from the spec model (``model_form_field``)."""
+    default = "none" if info.default is None else info.default
+    field = model_form_field(
+        param,
+        info,
+        name=param_field_name(scheduler, param),
+        label=f"{scheduler}: {human_label(param).lower()}",
+        help_text=f"{info.description} (default {default}; allowed: "
+        f"{param_range(SCHEDULERS[scheduler].Params, param)})",
+    )
+    # The range is checked by the scheduler's Params model (clean: param_problems), in the words the
+    # CLI and the API use ("must be > 0 (got 0.0; allowed: > 0 and <= 3600)"); the input keeps its
+    # min/max for the browser.
+    field.validators = []
+    # The page's script shows only the chosen scheduler's parameters.
+    field.widget.attrs["data-scheduler"] = scheduler
+    return field
+
+
+def scheduler_param_fields() -> dict[str, forms.Field]:
+    """Return a field for every parameter of every scheduler (``<scheduler>__<param>``), from each
+    scheduler's ``Params`` model: the one mapping behind the launch form and the editor."""
+    return {
+        param_field_name(name, param): _param_field(name, param, info)
+        for name, cls in SCHEDULERS.items()
+        for param, info in cls.Params.model_fields.items()
+    }
+
+
+def chosen_scheduler_params(cleaned: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """Return the parameters of scheduler ``name`` that a form with ``scheduler_param_fields`` was
+    given (blank ones left out: they take the scheduler's defaults)."""
+    if name not in SCHEDULERS:
+        return {}
+    return {
+        param: cleaned[param_field_name(name, param)]
+        for param in SCHEDULERS[name].Params.model_fields
+        if cleaned.get(param_field_name(name, param)) not in (None, "")
+    }
 
 
 def _bounded(field: forms.Field, limits: Mapping[str, Any]) -> forms.Field:
@@ -229,9 +295,7 @@ def unit_fields() -> dict[str, forms.Field]:
 def option_fields(app: AppType) -> dict[str, forms.Field]:
     """Return the card fields of one application type's options (``opt_<type>_<key>``)."""
     return {
-        option_field_name(app.name, k): model_form_field(
-            k, info, name=option_field_name(app.name, k), label=k
-        )
+        option_field_name(app.name, k): model_form_field(k, info, name=option_field_name(app.name, k))
         for k, info in app.options.model_fields.items()
     }
 
@@ -242,7 +306,7 @@ class WorkflowMetaForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for key, info in spec_model.Workflow.model_fields.items():
-            if key not in ("applications", "nodes"):
+            if key not in ("applications", "nodes", "scheduler_params"):
                 self.fields[key] = model_form_field(key, info)
         # The stored record's name column bounds the name (the engine's model does not).
         self.fields["name"] = forms.CharField(max_length=Workflow._meta.get_field("name").max_length)
@@ -253,6 +317,18 @@ class WorkflowMetaForm(forms.Form):
             required=False,
             help_text=HELP["scheduler"],
         )
+        # The parameters of each scheduler, from its Params model; the page shows the chosen one's.
+        params = scheduler_param_fields()
+        self.param_names = list(params)
+        self.fields.update(params)
+
+    def param_fields(self) -> list[forms.BoundField]:
+        """Return the bound fields of every scheduler's parameters (the page shows the chosen one's)."""
+        return [self[name] for name in self.param_names]
+
+    def own_fields(self) -> list[forms.BoundField]:
+        """Return the bound fields of the workflow itself (all but the scheduler parameters)."""
+        return [self[name] for name in self.fields if name not in self.param_names]
 
 
 class ApplicationCardForm(forms.Form):
@@ -277,14 +353,25 @@ class ApplicationCardForm(forms.Form):
         common = unit_fields()
         self.unit_field_names = list(common)
         self.fields.update(common)
+        # A node cannot depend on itself: its own name is not among its choices.
+        own = self._own_name()
         self.fields["depend_on"] = forms.MultipleChoiceField(
+            label="Depends on",
             required=False,
-            choices=[(n, n) for n in node_choices or []],
+            choices=[(n, n) for n in node_choices or [] if n != own],
             widget=forms.SelectMultiple(attrs={"size": 3}),
+            help_text="the nodes that must finish before this one starts",
+            error_messages={"invalid_choice": "'%(value)s' is not another node of this workflow"},
         )
         self.fields["background"] = model_form_field("background", node["background"])
         for app in APP_TYPES.values():
             self.fields.update(option_fields(app))
+
+    def _own_name(self) -> str:
+        """Return the node name this card holds (submitted, else initial)."""
+        if self.is_bound:
+            return str(self.data.get(self.add_prefix("node"), "")).strip()
+        return str((self.initial or {}).get("node", "")).strip()
 
     def option_groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """Return ``(type name, bound option fields)`` for every application type."""
@@ -353,3 +440,16 @@ def cards_from_bound(formset: Any) -> list[dict[str, Any]]:
 def live_cards(formset: Any) -> list[ApplicationCardForm]:
     """Return the valid cards of a bound formset that are not marked for deletion."""
     return [f for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+
+
+class VersionDiffForm(forms.Form):
+    """The two versions of a workflow to compare (``old``, ``new``: version numbers)."""
+
+    old = forms.TypedChoiceField(coerce=int, label="From")
+    new = forms.TypedChoiceField(coerce=int, label="To")
+
+    def __init__(self, *args: Any, numbers: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(n, f"v{n}") for n in numbers]
+        self.fields["old"].choices = choices
+        self.fields["new"].choices = choices

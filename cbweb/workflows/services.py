@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from benchmarks.apps import app_type
 from benchmarks.files import FilePolicy
 from benchmarks.spec import export as spec_export
 from benchmarks.spec import load as spec_load
@@ -16,10 +17,14 @@ from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
-def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None) -> spec_model.Workflow:
+def workflow_parse(
+    *, name: str, yaml_text: str | None = None, spec: Any = None, check_here: bool = False
+) -> spec_model.Workflow:
     """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named ``name``.
 
-    The input limits are the deployment's (settings CB_MAX_*). Raises
+    The input limits are the deployment's (settings CB_MAX_*). ``check_here`` also checks that each
+    unit's model (through the engine's model resolver) and input files resolve on this machine, as
+    ``consumerbench validate --check-files`` does, with its words. Raises
     ``benchmarks.spec.model.WorkflowValidationError`` with every problem (path, line, message).
     """
     if (yaml_text is None) == (spec is None):
@@ -27,13 +32,26 @@ def workflow_parse(*, name: str, yaml_text: str | None = None, spec: Any = None)
             [spec_model.SpecError((), None, "give the workflow either as 'yaml' text or as a 'spec' mapping")]
         )
     # The file access policy's refusals come with every other problem, each at its line.
-    checks = [file_policy().unit_problems]
+    policy = file_policy()
+    checks: list[spec_load.UnitCheck] = [policy.unit_problems]
+    if check_here:
+        checks.append(lambda unit: _unit_problems_here(unit, policy))
     if yaml_text is not None:
         parsed = spec_load.load_yaml(yaml_text, name=name, limits=spec_limits(), unit_checks=checks)
     else:
         parsed = spec_load.from_dict(spec, name=name, limits=spec_limits(), unit_checks=checks)
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed
+
+
+def _unit_problems_here(unit: spec_model.Application, policy: FilePolicy) -> list[tuple[Any, str]]:
+    """Return (path inside the unit, message) for what of a unit does not resolve here: its type's own
+    check (the model through ``benchmarks.models``, then its input files). Not the device: the web
+    server is not where runs run, a worker with a GPU is."""
+    if policy.unit_problems(unit):
+        return []  # a refused file is the policy's problem, already reported
+    check = app_type(unit).check
+    return [((), message) for message in (check(unit, policy) if check else [])]
 
 
 def file_policy() -> FilePolicy:

@@ -12,6 +12,7 @@ from cbweb.permissions import can_edit, check_can_edit, readable
 from cbweb.runs.selectors import run_list
 from cbweb.workflows import editor, selectors, services
 from cbweb.workflows.dag import dag_svg, nodes_of_spec
+from cbweb.workflows.forms import VersionDiffForm
 from cbweb.workflows.models import Workflow
 
 
@@ -40,6 +41,25 @@ def workflow_detail(request: HttpRequest, pk: int, number: int | None = None) ->
         "can_edit": can_edit(request.user, workflow.owner_id),
     }
     return render(request, "workflows/detail.html", context)
+
+
+@readable
+def workflow_diff(request: HttpRequest, pk: int) -> HttpResponse:
+    """Two versions of a workflow compared: changed fields and the unified diff of their YAML.
+    Without ``old``/``new`` it compares the latest version with the one before it."""
+    workflow = selectors.workflow_get(pk=pk)
+    numbers = sorted(workflow.versions.values_list("number", flat=True))
+    given = {k: request.GET[k] for k in ("old", "new") if k in request.GET}
+    if not given and len(numbers) > 1:
+        given = {"old": str(numbers[-2]), "new": str(numbers[-1])}
+    form = VersionDiffForm(given or None, numbers=numbers)
+    diff = None
+    if form.is_bound and form.is_valid():
+        diff = selectors.version_diff(
+            workflow=workflow, old=form.cleaned_data["old"], new=form.cleaned_data["new"]
+        )
+    context = {"workflow": workflow, "form": form, "diff": diff}
+    return render(request, "workflows/diff.html", context, status=400 if form.errors else 200)
 
 
 @readable

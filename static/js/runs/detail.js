@@ -69,24 +69,15 @@
     if (s.slo_s !== null) {
       datasets.push({ label: `SLO ${s.slo_s} s`, data: [{ x: 0, y: s.slo_s }, { x: xMax || s.t[s.t.length - 1], y: s.slo_s }], borderColor: "#dc2626", borderDash: [6, 4] });
     }
-    CB.timeChart(canvas, datasets, { xMin: 0, xMax: xMax, yLabel: "latency (s)", pointRadius: 2 });
+    // From zero: a latency axis that starts at the smallest value blows a 0.1 ms jitter up to the
+    // whole chart height.
+    CB.timeChart(canvas, datasets, { xMin: 0, xMax: xMax, yMin: 0, yLabel: "latency (s)", pointRadius: 2 });
   });
 
-  // One panel per source and column (SM activity, power, memory, CPU ...), one line per entity
-  // (system, gpu0, an application's processes), all on the run's time axis.
+  // One panel per source, column and kind of entity, all on the run's time axis (charts.js).
   const telemetry = document.getElementById("telemetry-charts");
-  const panels = {};
-  data.telemetry.forEach((s) => {
-    const dot = s.metric.indexOf(".");
-    const entity = dot > 0 ? s.metric.slice(0, dot) : s.source;
-    const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
-    const key = `${s.source} · ${column}`;
-    (panels[key] = panels[key] || []).push({ label: entity, t: s.t, v: s.v });
-  });
-  const keys = Object.keys(panels).sort();
-  if (keys.length) document.getElementById("no-telemetry").remove();
-  keys.forEach((key, i) => {
-    const datasets = panels[key].map((s, j) => ({ label: s.label, data: CB.points(s.t, s.v), borderColor: CB.color(j), borderWidth: 1 }));
-    CB.timeChart(CB.panel(telemetry, key, `telemetry-${i}`), datasets, { xMin: 0, xMax: xMax });
-  });
+  const constants = document.getElementById("telemetry-constant");
+  const drawn = CB.telemetryPanels(telemetry, constants, data.telemetry, { xMin: 0, xMax: xMax });
+  if (drawn) document.getElementById("no-telemetry").remove();
+  document.getElementById("telemetry-constant-box").hidden = !constants.children.length;
 })();

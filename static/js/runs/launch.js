@@ -1,32 +1,26 @@
 /* Launch page: offer only the schedulers the chosen platform can run (the server refuses the others
-   too), and show only the parameters of the chosen scheduler (without script, all are shown). */
+   too); common/scheduler_params.js shows only the chosen scheduler's parameters. */
 "use strict";
 (function () {
   const choice = document.getElementById("id_scheduler");
-  if (!choice) return;
   const platform = document.getElementById("id_platform");
   const supportData = document.getElementById("scheduler-support");
-  const support = supportData ? JSON.parse(supportData.textContent) : {};
+  if (!choice || !platform || !supportData) return;
+  const support = JSON.parse(supportData.textContent);
 
   function offer() {
-    const allowed = support[platform ? platform.value : ""];
+    const allowed = support[platform.value];
     if (!allowed) return;
     Array.from(choice.options).forEach((option) => {
       const ok = allowed.includes(option.value);
       option.hidden = !ok;
       option.disabled = !ok;
     });
-    if (!allowed.includes(choice.value)) choice.value = allowed[0];
+    if (!allowed.includes(choice.value)) {
+      choice.value = allowed[0];
+      choice.dispatchEvent(new Event("change"));
+    }
   }
-
-  function show() {
-    document.querySelectorAll("[data-scheduler]").forEach((input) => {
-      const row = input.closest(".field") || input;
-      row.hidden = input.dataset.scheduler !== choice.value;
-    });
-  }
-  if (platform) platform.addEventListener("change", () => { offer(); show(); });
-  choice.addEventListener("change", show);
+  platform.addEventListener("change", offer);
   offer();
-  show();
 })();

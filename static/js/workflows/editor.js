@@ -19,11 +19,15 @@
       .map((input) => input.value.trim()).filter(Boolean);
   }
 
-  function refreshDependencyChoices(names) {
+  // Rebuild every card's dependency list from the current node names, without the card's own name.
+  // ``renamed`` maps an old node name to its new one, so that a chosen dependency follows a rename
+  // instead of silently disappearing with the old name.
+  function refreshDependencyChoices(names, renamed) {
+    renamed = renamed || {};
     cards.querySelectorAll("[data-card]").forEach((card) => {
       const self = card.querySelector('input[name$="-node"]').value.trim();
       const select = card.querySelector('select[name$="-depend_on"]');
-      const chosen = new Set([...select.selectedOptions].map((o) => o.value));
+      const chosen = new Set([...select.selectedOptions].map((o) => renamed[o.value] || o.value));
       select.innerHTML = "";
       names.filter((n) => n !== self).forEach((n) => {
         const option = new Option(n, n, false, chosen.has(n));
@@ -32,14 +36,32 @@
     });
   }
 
+  // Follow a node's name as it is typed; a blank name keeps the last one until a new one is typed.
+  function renameNode(input) {
+    const before = input.dataset.name || "";
+    const after = input.value.trim();
+    if (!after || after === before) return;
+    input.dataset.name = after;
+    refreshDependencyChoices(nodeNames(), before ? { [before]: after } : {});
+  }
+
+  // Fields the user has typed in or changed; "required" is held back on the others, so that a fresh
+  // form does not open with errors about what nobody has filled in yet.
+  const touched = new Set();
   function showErrors(errors) {
     form.querySelectorAll("ul.errorlist[data-errors-for]").forEach((ul) => { ul.innerHTML = ""; });
     const general = document.getElementById("preview-errors");
     general.innerHTML = "";
     errors.forEach((e) => {
+      if (e.code === "required" && e.field && !touched.has(e.field)) return;
       const target = e.field && form.querySelector(`ul.errorlist[data-errors-for="${CSS.escape(e.field)}"]`);
       const text = (target || !e.field ? "" : e.field + ": ") + e.message;
       (target || general).appendChild(Object.assign(document.createElement("li"), { textContent: text }));
+      const box = target && target.closest(".field");
+      if (box) box.classList.add("error");
+    });
+    form.querySelectorAll(".field.error").forEach((box) => {
+      if (!box.querySelector("ul.errorlist li")) box.classList.remove("error");
     });
   }
 
@@ -70,7 +92,10 @@
   function wire(card) {
     showOptions(card);
     card.querySelector('select[name$="-type"]').addEventListener("change", () => showOptions(card));
-    card.querySelector('input[name$="-node"]').addEventListener("change", () => refreshDependencyChoices(nodeNames()));
+    const node = card.querySelector('input[name$="-node"]');
+    node.dataset.name = node.value.trim();
+    node.addEventListener("input", () => renameNode(node));
+    node.addEventListener("change", () => renameNode(node));
   }
 
   cards.querySelectorAll("[data-card]").forEach(wire);
@@ -81,14 +106,21 @@
     const holder = document.createElement("div");
     holder.innerHTML = html.trim();
     const card = holder.firstElementChild;
-    card.querySelector('input[name$="-node"]').value = "app" + (index + 1);
+    const node = card.querySelector('input[name$="-node"]');
+    node.value = "app" + (index + 1);
     cards.appendChild(card);
     total.value = String(index + 1);
     wire(card);
     refreshDependencyChoices(nodeNames());
     schedulePreview();
   });
-  form.addEventListener("input", schedulePreview);
-  form.addEventListener("change", schedulePreview);
+  function onEdit(event) {
+    if (event.target.name) touched.add(event.target.name);
+    schedulePreview();
+  }
+  form.addEventListener("input", onEdit);
+  form.addEventListener("change", onEdit);
+  // Check and Save post the whole form: from then on every field counts as touched.
+  form.addEventListener("submit", () => form.querySelectorAll("[name]").forEach((f) => touched.add(f.name)));
   schedulePreview();
 })();

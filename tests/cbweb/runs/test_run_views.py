@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import io
 import json
 import re
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,9 +142,16 @@ def test_compare_groups_repetitions_with_a_confidence_interval(
     assert [c["runs"] for c in compare["columns"]] == [[single.pk], [r.pk for r in repeated]]
     second = compare["columns"][1]
     assert second["mean_attainment"]["n"] == 2 and second["mean_attainment"]["ci95"] is not None
-    assert second["applications"]["chat"]["cdf"]["p"][-1] == 1.0
-    assert len(second["applications"]["chat"]["cdf"]["x"]) == 8
-    assert compare["table"][0]["cells"][1]["delta_attainment"] == 0.0
+    assert second["applications"]["chat"]["cdfs"]["e2e"]["p"][-1] == 1.0
+    assert len(second["applications"]["chat"]["cdfs"]["e2e"]["x"]) == 8
+    # Every latency metric of an application has its CDF: the SLO's step, then e2e.
+    assert list(second["applications"]["spin"]["cdfs"]) == ["step", "e2e"]
+    assert compare["table"][0]["cells"][1]["delta_attainment"] == "+0.0 pt"
+    attainment_row = compare["run_rows"][0]
+    assert (
+        attainment_row["label"] == "Mean SLO attainment" and attainment_row["cells"][1]["delta"] == "+0.0 pt"
+    )
+    assert compare["warnings"] == []
     # Served of requested, summed over a column's runs: 4 + 3 requests per run.
     assert (second["requests_served"], second["requests_requested"], second["partial"]) == (14, 14, False)
     assert "<th>Requests served</th><td>7 of 7</td><td>14 of 14</td>" in response.content.decode()
@@ -259,3 +269,76 @@ def test_a_partial_runs_attainment_is_labelled_of_requested_on_its_page_the_list
     assert mean_row and [bool(label.search(c)) for c in mean_row.group(1).split("</td>")[:2]] == [False, True]
     crash_row = re.search(r"<th>crash</th>(.*?)</tr>", compare, re.S)
     assert crash_row and label.search(crash_row.group(1))
+
+
+def test_the_owner_downloads_the_whole_bundle_as_one_zip(alice: Any, finished_run: Run) -> None:
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/runs/{finished_run.pk}/").content.decode()
+    assert f'href="/runs/{finished_run.pk}/bundle.zip"' in page
+    response = client.get(f"/runs/{finished_run.pk}/bundle.zip")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert f"run-{finished_run.pk}-bundle.zip" in response["Content-Disposition"]
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    root = Path(finished_run.bundle_dir)
+    expected = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert sorted(n.removeprefix(f"run-{finished_run.pk}/") for n in archive.namelist()) == expected
+    assert archive.read(f"run-{finished_run.pk}/chat.csv") == (root / "chat.csv").read_bytes()
+
+
+def test_a_colleague_or_a_stranger_cannot_download_someone_elses_bundle(bob: Any, finished_run: Run) -> None:
+    colleague = Client()
+    colleague.force_login(bob)
+    assert colleague.get(f"/runs/{finished_run.pk}/bundle.zip").status_code == 403
+    assert 'id="download-bundle"' not in colleague.get(f"/runs/{finished_run.pk}/").content.decode()
+    anonymous = Client().get(f"/runs/{finished_run.pk}/bundle.zip")
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+    assert colleague.get("/runs/999999/bundle.zip").status_code == 404
+
+
+def test_the_bundle_leaves_out_a_link_that_points_out_of_it(
+    alice: Any, finished_run: Run, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not part of any run")
+    (Path(finished_run.bundle_dir) / "escape.txt").symlink_to(secret)
+    client = Client()
+    client.force_login(alice)
+    response = client.get(f"/runs/{finished_run.pk}/bundle.zip")
+    names = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))).namelist()
+    assert f"run-{finished_run.pk}/chat.csv" in names
+    assert not any(n.endswith("escape.txt") for n in names)
+
+
+def test_compare_warns_when_runs_ran_different_versions_and_links_their_diff(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from cbweb.workflows.services import workflow_update
+
+    workflow = make_workflow(alice, yaml_text=SLO_YAML)
+    first = make_run(workflow, alice)
+    workflow_update(
+        workflow=workflow, user=alice, yaml_text=SLO_YAML.replace("num_requests: 4", "num_requests: 5")
+    )
+    second = make_run(workflow, alice)
+    for run in (first, second):
+        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    response = Client().get("/runs/compare/", {"runs": [first.pk, second.pk]})
+    (warning,) = response.context["compare"]["warnings"]
+    assert warning["message"] == (
+        f"These runs ran different versions of workflow sleepy: v1 (run {first.pk}); v2 (run {second.pk})."
+    )
+    assert f'href="/workflows/{workflow.pk}/diff/?old=1&amp;new=2"' in response.content.decode()
+
+
+def test_iec_bytes_writes_powers_of_1024() -> None:
+    from cbweb.runs.templatetags.units import iec_bytes
+
+    assert [iec_bytes(v) for v in (None, 512, 1536, 50 * 2**20, 3 * 2**30, 200 * 2**30)] == [
+        "-",
+        "512 B",
+        "1.50 KiB",
+        "50.0 MiB",
+        "3.00 GiB",
+        "200 GiB",
+    ]

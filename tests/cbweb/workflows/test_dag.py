@@ -32,3 +32,17 @@ def test_a_cycle_and_what_follows_it_are_drawn_without_looping() -> None:
     assert depth["self"] == 0
     assert depth["c"] > depth["b"]
     assert dag_svg(nodes).count('<g class="node') == 4
+
+
+def test_a_cycle_is_drawn_with_a_loop_for_its_closing_edge_and_its_nodes_marked() -> None:
+    svg = dag_svg(
+        [
+            DagNode("a", "Sleep", ("c",)),
+            DagNode("b", "Sleep", ("a",)),
+            DagNode("c", "Sleep", ("b",)),
+            DagNode("d", "Sleep", ("c",)),
+        ]
+    )
+    assert svg.count('class="edge"') == 3 and svg.count('class="edge back"') == 1
+    marked = {m for m in ("a", "b", "c", "d") if f'class="node invalid" data-node="{m}"' in svg}
+    assert marked == {"a", "b", "c"}

@@ -203,6 +203,7 @@ def test_preview_answers_the_dag_and_field_errors(browser: Client) -> None:
     assert {
         "field": "cards-2-num_requests",
         "message": "Ensure this value is greater than or equal to 1.",
+        "code": "min_value",
     } in body["errors"]
     data["cards-2-num_requests"] = "2"
     body = browser.post("/workflows/preview/", data).json()
@@ -260,7 +261,9 @@ def test_a_unit_whose_name_has_spaces_and_dots_gets_its_errors_on_its_card(brows
 def test_the_check_button_says_a_valid_workflow_is_valid(browser: Client) -> None:
     checked = browser.post("/workflows/new/", post_data(*editor_for(MIXED), action="check"))
     assert checked.status_code == 200
-    assert [str(m) for m in checked.context["messages"]] == ["the workflow is valid"]
+    assert [str(m) for m in checked.context["messages"]] == [
+        "the workflow is valid, and its models and files resolve on this server"
+    ]
     assert not Workflow.objects.exists()
 
 
@@ -311,9 +314,9 @@ def test_a_bad_scheduler_parameter_is_shown_at_the_scheduler_parameters_field(br
     response = browser.post("/workflows/new/", {"action": "import", "yaml_text": MIXED})
     meta, formset = response.context["meta"], response.context["formset"]
     data = post_data(meta, formset)
-    data.update({"scheduler": "credit", "scheduler_params": "{pressure_threshold: 1.5}"})
+    data.update({"scheduler": "credit", "credit__pressure_threshold": "1.5"})
     refused = browser.post("/workflows/new/", data)
     assert refused.status_code == 400
-    assert refused.context["meta"].errors["scheduler_params"] == [
-        "pressure_threshold: must be < 1 (got 1.5; allowed: > 0 and < 1)"
+    assert refused.context["meta"].errors["credit__pressure_threshold"] == [
+        "Ensure this value is less than 1."
     ]

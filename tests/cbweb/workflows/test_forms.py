@@ -61,8 +61,14 @@ def test_bounds_become_min_and_max_and_descriptions_help_text() -> None:
 
 def test_the_workflow_form_has_the_workflows_own_fields() -> None:
     meta = WorkflowMetaForm()
-    own = [k for k in spec_model.Workflow.model_fields if k not in ("applications", "nodes")]
-    assert list(meta.fields) == own
+    own = [
+        k for k in spec_model.Workflow.model_fields if k not in ("applications", "nodes", "scheduler_params")
+    ]
+    assert [bf.name for bf in meta.own_fields()] == own
+    # The schedulers' parameters: one field each, from each scheduler's Params model.
+    assert [bf.name for bf in meta.param_fields()] == [
+        f"{name}__{param}" for name, cls in SCHEDULERS.items() for param in cls.Params.model_fields
+    ]
     assert choices(meta.fields["scheduler"]) == list(SCHEDULERS)
     repeat = meta.fields["repeat"]
     assert (repeat.min_value, repeat.max_value, repeat.initial) == (1, 1000, 1)  # type: ignore[attr-defined]
