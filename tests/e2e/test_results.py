@@ -112,7 +112,11 @@ def test_the_result_page_gives_units_and_draws_only_charts_that_carry_informatio
     assert page.evaluate(AXIS, ["psutil · rss_bytes", 50 * 2**20])["tick"] == "50.00 MiB"
     per_core = page.evaluate(AXIS, ["psutil · cpu_percent of each application", 130])
     assert per_core == {"title": "CPU % (100 % = one core)", "tick": "130 %"}
-    assert page.evaluate(AXIS, ["psutil · cpu_percent", 50])["title"] == "CPU % of all cores"
+    # The machine's CPU % is charted on its own axis, or listed as constant when a loaded machine sat
+    # at 100 % throughout the run.
+    machine = page.evaluate(AXIS, ["psutil · cpu_percent", 50])
+    constant = page.locator("#telemetry-constant").inner_text()
+    assert (machine or {}).get("title") == "CPU % of all cores" or "psutil · cpu_percent:" in constant
     # A chart of one constant says nothing: it is a line of text instead.
     assert [title for title, flat in page.evaluate(FLAT) if flat] == []
     constant = page.locator("#telemetry-constant").inner_text()

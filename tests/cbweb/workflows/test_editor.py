@@ -318,5 +318,5 @@ def test_a_bad_scheduler_parameter_is_shown_at_the_scheduler_parameters_field(br
     refused = browser.post("/workflows/new/", data)
     assert refused.status_code == 400
     assert refused.context["meta"].errors["credit__pressure_threshold"] == [
-        "Ensure this value is less than 1."
+        "must be < 1 (got 1.5; allowed: > 0 and < 1)"
     ]
