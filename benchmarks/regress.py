@@ -164,9 +164,9 @@ def junit_xml(comparisons: Sequence[Comparison], *, suite: str, alpha: float, mi
             f" alpha {alpha:g}, min effect {min_effect:.0%}): {c.verdict.value}"
         )
         if c.verdict is Verdict.REGRESSED:
-            ElementTree.SubElement(case, "failure", message=f"{c.application} {c.metric} regressed").text = (
-                detail
-            )
+            ElementTree.SubElement(
+                case, "failure", message=f"{c.application} {c.metric} regressed"
+            ).text = detail
         elif c.verdict is Verdict.TOO_FEW:
             ElementTree.SubElement(case, "skipped", message=detail)
         else:

@@ -130,7 +130,9 @@ def parse_meta_args(words: Iterable[str]) -> dict[str, Any]:
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or key not in META_KEYS:
-            problems.append(("--meta", f"{word!r}: expected KEY=VALUE with KEY one of {', '.join(META_KEYS)}"))
+            problems.append(
+                ("--meta", f"{word!r}: expected KEY=VALUE with KEY one of {', '.join(META_KEYS)}")
+            )
             continue
         name = META_KEYS[key]
         if name == "tags":

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
 
@@ -31,12 +31,27 @@ CHART_POINTS = 2000
 COMPARE_POINTS = 500
 CDF_POINTS = 400
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
-RUN_FILTERS = ("status", "workflow", "platform", "scheduler", "owner", "batch")
+RUN_FILTERS = (
+    "status",
+    "workflow",
+    "platform",
+    "scheduler",
+    "owner",
+    "batch",
+    "commit",
+    "branch",
+    "tag",
+    "search",
+)
 
 
 def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
-    """Return runs, newest first, filtered by status, workflow, platform, scheduler, owner or batch."""
-    qs = Run.objects.select_related("workflow_version__workflow", "platform", "owner")
+    """Return runs, newest first, filtered by status, workflow, platform, scheduler, owner, batch,
+    commit (a prefix, any case), branch, tag (exact) or ``search`` (words found, any case, in the
+    workflow name, commit, branch, notes or a tag)."""
+    qs = Run.objects.select_related("workflow_version__workflow", "platform", "owner").prefetch_related(
+        "tags"
+    )
     for key, value in (filters or {}).items():
         if value in (None, ""):
             continue
@@ -44,9 +59,34 @@ def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
             qs = qs.filter(workflow_version__workflow_id=value)
         elif key == "owner":
             qs = qs.filter(owner__username=value)
+        elif key == "commit":
+            qs = qs.filter(commit__istartswith=value)
+        elif key == "tag":
+            qs = qs.filter(tags__name=value)
+        elif key == "search":
+            for word in str(value).split():
+                found = (
+                    Q(workflow_name__icontains=word)
+                    | Q(commit__istartswith=word)
+                    | Q(branch__icontains=word)
+                    | Q(notes__icontains=word)
+                    | Q(tags__name__icontains=word)
+                )
+                qs = qs.filter(pk__in=Run.objects.filter(found).values("pk"))
         elif key in RUN_FILTERS:
             qs = qs.filter(**{key: value})
     return qs
+
+
+def run_requests(*, run: Run, application: str | None = None) -> QuerySet[RequestResult]:
+    """Return a run's per-request rows, application by application in node order, then by index;
+    each with ``application_name`` and ``application_type`` (the regression gate reads them)."""
+    qs = (
+        RequestResult.objects.filter(application__run=run)
+        .select_related("application")
+        .order_by("application_id", "index", "id")
+    )
+    return qs.filter(application__name=application) if application else qs
 
 
 def run_get(*, pk: int) -> Run:

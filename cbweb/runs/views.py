@@ -30,6 +30,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     for key in ("workflow", "platform"):
         if filters[key] and not filters[key].isdigit():
             filters[key] = ""
+    # Malformed text filters match nothing rather than fail: they come from a typed search box.
+    for key in ("commit", "branch", "tag", "search"):
+        filters[key] = filters[key][:200]
     runs = selectors.run_list(filters=filters)[:200]
     return render(request, "runs/list.html", {"runs": runs, "filters": filters, "statuses": STATUSES})
 
@@ -49,6 +52,7 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
                 scheduler_params=form.cleaned_data["scheduler_params"],
                 platform=form.cleaned_data["platform"],
                 repeats=form.cleaned_data["repeats"],
+                meta=form.cleaned_data["meta"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

@@ -60,7 +60,9 @@ def test_too_few_samples_when_the_exact_test_cannot_reach_alpha() -> None:
     assert not enough_samples(3, 3, 0.01) and enough_samples(5, 5, 0.01)
     c = compare_samples("a", "e2e", [0.1, 0.1, 0.1], [1.0, 1.0, 1.0])
     assert c.verdict is Verdict.TOO_FEW and c.p_value is None and c.ratio == pytest.approx(10)
-    assert compare_samples("a", "e2e", [0.1, 0.1, 0.1], [1.0, 1.0, 1.0], alpha=0.1).verdict is Verdict.REGRESSED
+    assert (
+        compare_samples("a", "e2e", [0.1, 0.1, 0.1], [1.0, 1.0, 1.0], alpha=0.1).verdict is Verdict.REGRESSED
+    )
     assert compare_samples("a", "e2e", [], [1.0] * 10).verdict is Verdict.TOO_FEW
 
 
@@ -74,7 +76,13 @@ def test_bad_alpha_or_effect_is_refused() -> None:
 def _rows(app: str, values: dict[str, list[float]], **extra: object) -> list[dict[str, object]]:
     n = len(next(iter(values.values())))
     return [
-        {"application": app, "status": "ok", "warmup": False, "metrics": {m: v[i] for m, v in values.items()}, **extra}
+        {
+            "application": app,
+            "status": "ok",
+            "warmup": False,
+            "metrics": {m: v[i] for m, v in values.items()},
+            **extra,
+        }
         for i in range(n)
     ]
 
@@ -100,7 +108,15 @@ def test_an_application_only_in_one_run_has_too_few_samples() -> None:
 def test_table_and_junit_name_the_regressed_metric() -> None:
     out = compare_runs(_rows("nap", {"e2e": _noisy(0.1, 10, 1)}), _rows("nap", {"e2e": _noisy(0.3, 10, 2)}))
     rows = table_rows(out)
-    assert rows[0] == ["application", "metric", "baseline median", "new median", "ratio", "p-value", "verdict"]
+    assert rows[0] == [
+        "application",
+        "metric",
+        "baseline median",
+        "new median",
+        "ratio",
+        "p-value",
+        "verdict",
+    ]
     assert rows[1][:2] == ["nap", "e2e"] and rows[1][-1] == "regressed" and rows[1][4].startswith("3.0")
     xml = ElementTree.fromstring(junit_xml(out, suite="wf", alpha=0.01, min_effect=0.05))
     assert (xml.tag, xml.get("tests"), xml.get("failures")) == ("testsuite", "1", "1")
