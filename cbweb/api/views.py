@@ -164,7 +164,7 @@ class WorkflowListApi(ListApi):
 
 
 class WorkflowSubmitApi(APIView):
-    class Input(WorkflowInput):
+    class SubmitInput(WorkflowInput):
         name = serializers.CharField(
             max_length=200, required=False, help_text="default: the name the workflow gives itself"
         )
@@ -173,7 +173,7 @@ class WorkflowSubmitApi(APIView):
         )
 
     @extend_schema(
-        request=Input,
+        request=SubmitInput,
         responses={
             200: inline_serializer(
                 "WorkflowSubmitted",
@@ -191,7 +191,7 @@ class WorkflowSubmitApi(APIView):
         "that name is reused, with a new version only when the spec changed (201 when the workflow is new).",
     )
     def post(self, request: Request) -> Response:
-        data = self.Input(data=request.data)
+        data = self.SubmitInput(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         workflow, version, created, added = workflow_services.workflow_submit(
