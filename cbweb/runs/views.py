@@ -156,6 +156,17 @@ def run_file(request: HttpRequest, pk: int, path: str) -> FileResponse:
 
 
 @readable
+def run_history(request: HttpRequest, workflow_pk: int) -> HttpResponse:
+    """A workflow's runs over time or commit: attainment and key latencies, regressions marked."""
+    workflow = workflow_selectors.workflow_get(pk=workflow_pk)
+    order = request.GET.get("order", "time")
+    if order not in selectors.HISTORY_ORDERS:
+        order = "time"
+    history = selectors.run_history(workflow_id=workflow.pk, order=order)
+    return render(request, "runs/history.html", {"workflow": workflow, "history": history, "order": order})
+
+
+@readable
 def run_compare(request: HttpRequest) -> HttpResponse:
     ids = [int(x) for x in request.GET.getlist("runs") if x.isdigit()][:20]
     runs = list(selectors.run_list().filter(pk__in=ids, result__isnull=False))
