@@ -67,3 +67,34 @@ def test_history_marks_a_regression_and_toggles_to_commits(
     assert rows.nth(0).inner_text().startswith("aaaa1111") and "(n=4)" in rows.nth(0).inner_text()
     assert "▲ nap e2e" in rows.nth(1).inner_text()
     page.screenshot(path=str(ARTIFACTS / "history-commit.png"), full_page=True)
+
+
+def test_run_metadata_from_the_launch_form_on_the_run_page_and_in_the_runs_list(
+    page: Any, live_app: LiveApp, tmp_path: Path
+) -> None:
+    api = Client(live_app.url, _token(live_app))
+    workflow = api.submit_workflow(WF.format(t=0.01), "meta-nap", "x")["id"]
+    log_in(page, live_app)
+    page.goto(f"{live_app.url}/runs/launch/{workflow}/")
+    page.fill("#id_commit", "C0FFEE12")
+    page.fill("#id_branch", "feature/gate")
+    page.fill("#id_ci_url", "https://ci.example.org/jobs/42")
+    page.fill("#id_tags", "nightly, driver-550")
+    page.fill("#id_notes", "after the <driver> update")
+    page.screenshot(path=str(ARTIFACTS / "launch-metadata.png"), full_page=True)
+    page.click("#launch")
+    page.wait_for_selector("#run-commit")
+    assert page.inner_text("#run-commit").startswith("c0ffee12")
+    assert page.inner_text("#run-branch") == "feature/gate"
+    assert page.get_attribute("#run-ci-url a", "href") == "https://ci.example.org/jobs/42"
+    assert page.inner_text("#run-tags").split() == ["nightly", "driver-550"]
+    assert page.inner_text("#run-notes") == "after the <driver> update"
+    page.screenshot(path=str(ARTIFACTS / "run-metadata.png"))
+    page.click("#run-tags >> text=driver-550")  # a tag links to the runs that carry it
+    page.wait_for_url("**/runs/?tag=driver-550")
+    assert page.locator("table.runs tbody tr").count() == 1
+    page.fill("input[name=search]", "DRIVER")
+    page.click("form.toolbar button[type=submit] >> nth=0")
+    page.wait_for_url("**search=DRIVER**")
+    assert "c0ffee12" in page.inner_text("table.runs")
+    page.screenshot(path=str(ARTIFACTS / "runs-search.png"))
