@@ -6,7 +6,6 @@ module only selects, arranges and downsamples.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -511,8 +510,9 @@ def run_history(*, workflow_id: int, order: str = "time") -> dict[str, Any]:
     ``order="commit"`` one per commit (runs without a commit: one per workflow version), placed at
     its first run. Per point and application: SLO attainment and the p50 and p99 of each key latency,
     each the mean over the point's runs with its 95 % t interval (``metrics.mean_ci95``; none for a
-    single run). Each run is compared with the run before it (``benchmarks.regress.compare_runs``, as
-    ``consumerbench submit --baseline``); a point lists its runs' regressions.
+    single run). Each run is compared with the run before it on the same platform under the same
+    scheduler and parameters (``benchmarks.regress.compare_runs``, as ``consumerbench submit
+    --baseline``); a point lists its runs' regressions.
     """
     if order not in HISTORY_ORDERS:
         raise ValueError(f"order is one of {HISTORY_ORDERS}")
@@ -523,7 +523,15 @@ def run_history(*, workflow_id: int, order: str = "time") -> dict[str, Any]:
     )[::-1]
     samples = _history_samples([r.pk for r in runs])
     regressions: dict[int, list[dict[str, Any]]] = {}
-    for before, run in itertools.pairwise(runs):
+    # A run is compared with the previous run of the same configuration (platform and scheduler with
+    # its parameters): a change of scheduler is not a regression of the code.
+    previous: dict[tuple[int | None, str], Run] = {}
+    for run in runs:
+        config = (run.platform_id, run.scheduler_label)
+        before = previous.get(config)
+        previous[config] = run
+        if before is None:
+            continue
         regressions[run.pk] = [
             {"run": run.pk, "against": before.pk, "application": c.application, "metric": c.metric,
              "ratio": c.ratio, "p_value": c.p_value}

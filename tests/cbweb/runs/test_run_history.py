@@ -84,3 +84,20 @@ def test_a_workflow_without_succeeded_runs_says_so(alice: Any, make_workflow: An
     client.force_login(alice)
     html = client.get(f"/runs/history/{workflow.pk}/").content.decode()
     assert 'id="no-history"' in html and "history-data" not in html
+
+
+def test_a_run_under_another_scheduler_is_not_compared_with_the_previous_configuration(
+    alice: Any, make_workflow: Any
+) -> None:
+    workflow = make_workflow(alice, yaml_text=NAP.format(t=0.02))
+    greedy = _run(workflow, alice)
+    workflow_update(workflow=workflow, user=alice, yaml_text=NAP.format(t=0.06))
+    (credit,) = run_launch(version=version_latest(workflow=workflow), user=alice, scheduler="credit")
+    run_execute(run_id=credit.pk, worker="test")
+    later = _run(workflow, alice)  # greedy again, three times slower than the first greedy run
+    out = run_history(workflow_id=workflow.pk)
+    assert [p["runs"] for p in out["points"]] == [[greedy[0].pk], [credit.pk], [later[0].pk]]
+    assert out["points"][1]["regressions"] == []
+    assert [(r["run"], r["against"]) for r in out["points"][2]["regressions"]] == [
+        (later[0].pk, greedy[0].pk)
+    ]
