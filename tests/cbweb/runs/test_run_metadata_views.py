@@ -68,3 +68,15 @@ def test_the_runs_list_filters_by_branch_tag_commit_and_search(alice: Any, make_
     assert listed("commit=BBBB") == {second.pk} and listed("search=driver") == {first.pk}
     assert listed("search=nothing-like-it") == set() and listed("") == {first.pk, second.pk}
     assert "aaaa1111" in client.get("/runs/").content.decode()  # the commit under the workflow
+
+
+def test_the_admin_shows_metadata_read_only_and_searches_it(make_user: Any, make_workflow: Any) -> None:
+    staff = make_user("root", staff=True)
+    staff.is_superuser = True
+    staff.save()
+    client = _client(staff)
+    _launch(client, make_workflow(staff), commit="abcd1234", ci_url="https://ci/1")
+    run = Run.objects.get()
+    page = client.get(f"/admin/runs/run/{run.pk}/change/").content.decode()
+    assert "https://ci/1" in page and 'name="ci_url"' not in page  # shown, not editable
+    assert str(run.pk) in client.get("/admin/runs/run/?q=abcd1234").content.decode()
