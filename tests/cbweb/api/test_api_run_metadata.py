@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from benchmarks.client import Client
 from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
 
@@ -99,3 +102,19 @@ def test_the_requests_of_a_run_come_in_bounded_pages(
     assert [r["application"] for r in rows] == ["second", "second"]
     assert api.get(f"/api/v1/runs/{run.pk}/requests/?limit=5000").status_code == 400
     assert api.get("/api/v1/runs/999999/requests/").status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_reads_every_page_of_a_runs_requests(
+    live_server: Any, alice: Any, make_workflow: Any, make_run: Any, make_token: Any
+) -> None:
+    run = make_run(make_workflow(alice), alice)
+    run_execute(run_id=run.pk, worker="test")
+    rows = Client(live_server.url, make_token(alice)).run_requests(run.pk, page_size=2)
+    assert [(r["application"], r["index"]) for r in rows] == [
+        ("first", 0),
+        ("first", 1),
+        ("first", 2),
+        ("second", 0),
+        ("second", 1),
+    ]
