@@ -172,21 +172,20 @@ class WorkflowSubmitApi(APIView):
             max_length=200, required=False, help_text="the name when the workflow gives itself none"
         )
 
+    Submitted = inline_serializer(
+        "WorkflowSubmitted",
+        {
+            "id": serializers.IntegerField(),
+            "name": serializers.CharField(),
+            "version": serializers.IntegerField(),
+            "workflow_created": serializers.BooleanField(),
+            "version_created": serializers.BooleanField(),
+        },
+    )
+
     @extend_schema(
         request=SubmitInput,
-        responses={
-            200: inline_serializer(
-                "WorkflowSubmitted",
-                {
-                    "id": serializers.IntegerField(),
-                    "version": serializers.IntegerField(),
-                    "workflow_created": serializers.BooleanField(),
-                    "version_created": serializers.BooleanField(),
-                },
-            ),
-            201: OpenApiTypes.OBJECT,
-            400: ERROR,
-        },
+        responses={200: Submitted, 201: Submitted, 400: ERROR},
         description="Store a workflow by name, as `consumerbench submit` does: the caller's workflow of "
         "that name is reused, with a new version only when the spec changed (201 when the workflow is new).",
     )
