@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from cbweb.runs.dispatch import run_launch
 from cbweb.runs.execution import run_execute
 from cbweb.runs.selectors import run_history
+from cbweb.runs.services import run_create
 from cbweb.workflows.selectors import version_latest
 from cbweb.workflows.services import workflow_update
 
@@ -18,7 +18,8 @@ NAP = "nap:\n  type: Sleep\n  sleep_time: {t}\n  num_requests: 8\n  slo: ['e2e<=
 
 
 def _run(workflow: Any, user: Any, repeats: int = 1, **meta: Any) -> list[Any]:
-    runs = run_launch(version=version_latest(workflow=workflow), user=user, repeats=repeats, meta=meta)
+    # Created and executed here (run_create hands nothing to an executor).
+    runs = run_create(version=version_latest(workflow=workflow), user=user, repeats=repeats, meta=meta)
     for run in runs:
         run_execute(run_id=run.pk, worker="test")
     return runs
@@ -92,7 +93,7 @@ def test_a_run_under_another_scheduler_is_not_compared_with_the_previous_configu
     workflow = make_workflow(alice, yaml_text=NAP.format(t=0.02))
     greedy = _run(workflow, alice)
     workflow_update(workflow=workflow, user=alice, yaml_text=NAP.format(t=0.06))
-    (credit,) = run_launch(version=version_latest(workflow=workflow), user=alice, scheduler="credit")
+    (credit,) = run_create(version=version_latest(workflow=workflow), user=alice, scheduler="credit")
     run_execute(run_id=credit.pk, worker="test")
     later = _run(workflow, alice)  # greedy again, three times slower than the first greedy run
     out = run_history(workflow_id=workflow.pk)
