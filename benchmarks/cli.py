@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchmarks import metrics, monitor
+from benchmarks import metrics, monitor, regress
 from benchmarks.apps import app_type
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
@@ -36,6 +36,7 @@ from benchmarks.results import (
     slo_table,
     write_bundle,
 )
+from benchmarks.runmeta import MetaError, check_meta, parse_meta_args
 from benchmarks.runner import PreflightError, machine_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
@@ -140,13 +141,36 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
     validate.set_defaults(func=cmd_validate)
 
-    submit = sub.add_parser("submit", help="queue a workflow on a ConsumerBench server (for CI)")
+    submit = sub.add_parser(
+        "submit",
+        help="queue a workflow on a ConsumerBench server (for CI)",
+        description="Store the workflow by name (your workflow of that name is reused; a new version is "
+        "added only when the file changed) and queue a run of it. Inside a git checkout the run's commit "
+        "and branch are filled in from `git` unless given with --meta (--no-git: do not). With --baseline "
+        "the run is waited for and its per-request latencies compared with the baseline run's "
+        "(docs/ci.md).",
+    )
     submit.add_argument("file", type=Path)
     submit.add_argument("--server", default=os.environ.get("CB_SERVER"), help="server URL (env CB_SERVER)")
     submit.add_argument(
         "--token", default=os.environ.get("CB_API_TOKEN"), help="API token (env CB_API_TOKEN)"
     )
-    submit.add_argument("--name", help="workflow name on the server (default: the file name)")
+    submit.add_argument(
+        "--name", help="workflow name on the server (default: the file's `name:`, else the file name)"
+    )
+    submit.add_argument(
+        "--meta",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run metadata, repeatable: commit=SHA, branch=NAME, ci_url=URL, tag=NAME (repeat for several), "
+        "note=TEXT",
+    )
+    submit.add_argument(
+        "--no-git",
+        action="store_true",
+        help="do not fill in the commit and branch from `git` in the current directory",
+    )
     submit.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
     submit.add_argument(*SCHEDULER_PARAM_ARGS, **SCHEDULER_PARAM_OPTIONS)
     submit.add_argument("--platform", type=int, help="platform id (default: any live worker)")
@@ -159,6 +183,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --fail-under: also fail a run whose workflow has no SLOs (by default it passes)",
     )
+    submit.add_argument(
+        "--baseline",
+        metavar="latest|RUN_ID|tag=NAME",
+        help="wait, then compare the run's latencies with this run of the same workflow: the latest "
+        "succeeded one before it, a run id, or the latest succeeded one with a tag",
+    )
+    submit.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="with --baseline: exit 1 if any application's latency metric regressed",
+    )
+    submit.add_argument(
+        "--alpha",
+        type=float,
+        default=regress.DEFAULT_ALPHA,
+        help="with --baseline: significance level of the one-sided Mann-Whitney U test (default 0.01)",
+    )
+    submit.add_argument(
+        "--min-effect",
+        type=float,
+        default=regress.DEFAULT_MIN_EFFECT,
+        help="with --baseline: smallest median slowdown that counts, as a fraction (default 0.05: 5 %%)",
+    )
+    submit.add_argument("--junit", type=Path, help="with --baseline: write the comparison as JUnit XML")
     submit.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after S seconds")
     submit.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between polls")
     submit.set_defaults(func=cmd_submit)
@@ -460,8 +508,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not args.server:
         print("error: give --server URL (or set CB_SERVER)", file=sys.stderr)
         return EXIT_USAGE
-    if args.fail_under is not None and not (args.wait and 0 <= args.fail_under <= 1):
-        print("error: --fail-under needs --wait and a fraction between 0 and 1", file=sys.stderr)
+    problem = _submit_usage_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        meta = parse_meta_args(args.meta)
+        if not args.no_git:
+            meta = {**git_meta(Path.cwd()), **meta}
+        meta = check_meta(meta).as_dict()
+    except MetaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         text = args.file.read_text(encoding="utf-8")
@@ -471,16 +528,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
     api = Client(args.server, args.token)
     try:
         try:
-            workflow = api.create_workflow(args.name or args.file.stem, text)
+            workflow = api.submit_workflow(text, args.name, args.file.stem)
         except ApiError as exc:
             if exc.status != 400:
                 raise
             # The server found problems in the file: exit as `validate` and `run` do for them.
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_PROBLEMS
-        run = api.create_run(workflow, args.scheduler, args.platform, dict(args.scheduler_param))
+        stored = "new workflow" if workflow["workflow_created"] else "workflow"
+        added = ", new version" if workflow["version_created"] else ""
+        print(f"{stored} {workflow['id']} '{workflow['name']}' v{workflow['version']}{added}", flush=True)
+        baseline = _find_baseline(api, args.baseline, workflow) if args.baseline else None
+        meta = {k: v for k, v in meta.items() if v}
+        run = api.create_run(workflow["id"], args.scheduler, args.platform, dict(args.scheduler_param), meta)
         print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
-        if not args.wait:
+        if not (args.wait or baseline):
             return EXIT_OK
         seen = [run["status"]]
 
@@ -490,10 +552,120 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 print(f"run {current['id']} {current['status']}", flush=True)
 
         run = api.wait(run["url"], args.timeout, args.poll, show)
-    except ApiError as exc:
+        code = _report_submitted(run, args.fail_under, require_slo=args.require_slo)
+        if baseline is None or run["status"] != JobStatus.SUCCEEDED:
+            return code
+        comparisons = regress.compare_runs(
+            api.run_requests(baseline["id"]),
+            api.run_requests(run["id"]),
+            alpha=args.alpha,
+            min_effect=args.min_effect,
+        )
+    except (ApiError, BaselineError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _report_submitted(run, args.fail_under, require_slo=args.require_slo)
+    return max(code, _report_regression(args, baseline, run, comparisons))
+
+
+class BaselineError(RuntimeError):
+    """The baseline run asked for does not exist or cannot be compared (exit 2)."""
+
+
+def _submit_usage_problem(args: argparse.Namespace) -> str | None:
+    """Return what is wrong with ``submit``'s flags together, or None."""
+    if args.fail_under is not None and not ((args.wait or args.baseline) and 0 <= args.fail_under <= 1):
+        return "--fail-under needs --wait and a fraction between 0 and 1"
+    if (args.fail_on_regression or args.junit) and not args.baseline:
+        return "--fail-on-regression and --junit need --baseline latest|RUN_ID|tag=NAME"
+    if args.baseline and not (
+        args.baseline == "latest"
+        or args.baseline.isdigit()
+        or (args.baseline.startswith("tag=") and args.baseline != "tag=")
+    ):
+        return f"--baseline is latest, a run id or tag=NAME, not {args.baseline!r}"
+    if not 0 < args.alpha < 1:
+        return "--alpha must lie between 0 and 1"
+    if not 0 <= args.min_effect < 10:
+        return "--min-effect is a fraction: 0.05 means 5 %"
+    return None
+
+
+def git_meta(where: Path) -> dict[str, str]:
+    """Return the commit and branch of the git checkout at ``where`` (``{}`` outside one or without
+    git; no branch on a detached HEAD)."""
+    import subprocess
+
+    def git(*argv: str) -> str:
+        out = subprocess.run(["git", *argv], cwd=where, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        branch = git("rev-parse", "--abbrev-ref", "HEAD") if commit else ""
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found = {"commit": commit} if commit else {}
+    if branch and branch != "HEAD":
+        found["branch"] = branch
+    return found
+
+
+def _find_baseline(api: Client, which: str, workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the baseline run of ``--baseline`` for the submitted workflow; raise BaselineError."""
+    name = workflow["name"]
+    if which.isdigit():
+        try:
+            run = api.run(int(which))
+        except ApiError as exc:
+            if exc.status == 404:
+                raise BaselineError(f"baseline run {which} not found") from None
+            raise
+        if run["workflow_name"] != name:
+            raise BaselineError(
+                f"baseline run {which} is of workflow '{run['workflow_name']}', not '{name}': "
+                "compare runs of one workflow"
+            )
+    else:
+        tag = which.removeprefix("tag=") if which.startswith("tag=") else None
+        found = api.latest_run(
+            workflow=workflow["id"], status=JobStatus.SUCCEEDED.value, **({"tag": tag} if tag else {})
+        )
+        if found is None:
+            with_tag = f" tagged '{tag}'" if tag else ""
+            raise BaselineError(f"no succeeded run{with_tag} of workflow '{name}' to use as the baseline")
+        run = found
+    if run["status"] != JobStatus.SUCCEEDED:
+        raise BaselineError(
+            f"baseline run {run['id']} is {run['status']}: only a succeeded run is a baseline"
+        )
+    print(f"baseline: run {run['id']} ({run['workflow_name']} v{run['workflow_version']})", flush=True)
+    return run
+
+
+def _report_regression(
+    args: argparse.Namespace,
+    baseline: Mapping[str, Any],
+    run: Mapping[str, Any],
+    comparisons: Sequence[regress.Comparison],
+) -> int:
+    print(
+        f"run {run['id']} against baseline run {baseline['id']} (one-sided Mann-Whitney U, "
+        f"alpha {args.alpha:g}, min effect {args.min_effect:.0%} on the median ratio):"
+    )
+    print(text_table(regress.table_rows(comparisons), "<<>>>><"))
+    if args.junit:
+        suite = f"{run['workflow_name']} run {run['id']} vs {baseline['id']}"
+        args.junit.write_text(
+            regress.junit_xml(comparisons, suite=suite, alpha=args.alpha, min_effect=args.min_effect),
+            encoding="utf-8",
+        )
+    worse = regress.regressed(comparisons)
+    if not worse:
+        print("no significant regression")
+        return EXIT_OK
+    named = ", ".join(f"{c.application} {c.metric} ({c.ratio:.2f}x)" for c in worse)
+    print(f"regressed: {named}", file=sys.stderr)
+    return EXIT_PROBLEMS if args.fail_on_regression else EXIT_OK
 
 
 def _report_submitted(run: Mapping[str, Any], fail_under: float | None, *, require_slo: bool = False) -> int:

@@ -10,11 +10,17 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchmarks.status import FINISHED
+
+# The most per-request rows the client reads of one run (the server's pages hold 1000 each): a run of
+# the project's own workflows has at most a few thousand; a bound keeps a CI job's memory in check.
+MAX_REQUEST_ROWS = 200_000
+PAGE = 1000
 
 
 class ApiError(RuntimeError):
@@ -55,9 +61,42 @@ class Client:
             raise ApiError(f"{method} {url}: cannot reach the server ({reason})") from None
         return json.loads(raw) if raw else None
 
-    def create_workflow(self, name: str, yaml_text: str) -> int:
-        """Store a workflow (any dialect); return its id."""
-        return int(self.request("POST", "/workflows/", {"name": name, "yaml": yaml_text})["id"])
+    def submit_workflow(self, yaml_text: str, name: str | None, default_name: str) -> dict[str, Any]:
+        """Store a workflow by name (the server reuses the caller's workflow of that name and adds a
+        version only when the spec changed); return ``{id, name, version, workflow_created,
+        version_created, ...}``."""
+        body: dict[str, Any] = {"yaml": yaml_text, "default_name": default_name}
+        if name:
+            body["name"] = name
+        answer: dict[str, Any] = self.request("POST", "/workflows/submit/", body)
+        return answer
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        """Return one run."""
+        answer: dict[str, Any] = self.request("GET", f"/runs/{int(run_id)}/")
+        return answer
+
+    def latest_run(self, **filters: Any) -> dict[str, Any] | None:
+        """Return the newest run matching the runs list's filters (docs/api.md), or None."""
+        query = urllib.parse.urlencode({**filters, "limit": 1})
+        page: dict[str, Any] = self.request("GET", f"/runs/?{query}")
+        return page["results"][0] if page["results"] else None
+
+    def run_requests(self, run_id: int, page_size: int = PAGE) -> list[dict[str, Any]]:
+        """Return every per-request row of a run (``{application, type, status, warmup, metrics,
+        ...}``), page by page; raise ApiError past ``MAX_REQUEST_ROWS``."""
+        rows: list[dict[str, Any]] = []
+        # Pages by offset rather than by the answer's "next" link, so that the token only ever goes
+        # to the server given (a proxy may rewrite hosts in links).
+        while True:
+            page: dict[str, Any] = self.request(
+                "GET", f"/runs/{int(run_id)}/requests/?limit={page_size}&offset={len(rows)}"
+            )
+            if page["count"] > MAX_REQUEST_ROWS:
+                raise ApiError(f"run {run_id} has more than {MAX_REQUEST_ROWS} request rows")
+            rows += page["results"]
+            if not page["results"] or len(rows) >= page["count"]:
+                return rows
 
     def create_run(
         self,
@@ -65,10 +104,12 @@ class Client:
         scheduler: str | None,
         platform: int | None,
         scheduler_params: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Queue a run; return ``{id, url, status, ...}``. With ``scheduler_params`` the scheduler is
-        sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks."""
-        body: dict[str, Any] = {"workflow": workflow}
+        sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks.
+        ``meta``: the run's commit, branch, ci_url, tags, notes (``benchmarks.runmeta``)."""
+        body: dict[str, Any] = {"workflow": workflow, **(meta or {})}
         if scheduler_params:
             body["scheduler"] = {**({"name": scheduler} if scheduler else {}), **scheduler_params}
         elif scheduler:

@@ -165,6 +165,55 @@ class WorkflowListApi(ListApi):
         )
 
 
+class WorkflowSubmitApi(APIView):
+    class SubmitInput(WorkflowInput):
+        name = serializers.CharField(
+            max_length=200, required=False, help_text="default: the name the workflow gives itself"
+        )
+        default_name = serializers.CharField(
+            max_length=200, required=False, help_text="the name when the workflow gives itself none"
+        )
+
+    Submitted = inline_serializer(
+        "WorkflowSubmitted",
+        {
+            "id": serializers.IntegerField(),
+            "name": serializers.CharField(),
+            "version": serializers.IntegerField(),
+            "workflow_created": serializers.BooleanField(),
+            "version_created": serializers.BooleanField(),
+        },
+    )
+
+    @extend_schema(
+        request=SubmitInput,
+        responses={200: Submitted, 201: Submitted, 400: ERROR},
+        description="Store a workflow by name, as `consumerbench submit` does: the caller's workflow of "
+        "that name is reused, with a new version only when the spec changed (201 when the workflow is new).",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.SubmitInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        workflow, version, created, added = workflow_services.workflow_submit(
+            owner=request.user,
+            yaml_text=v.get("yaml"),
+            spec=v.get("spec"),
+            name=v.get("name"),
+            default_name=v.get("default_name") or "workflow",
+        )
+        return Response(
+            {
+                **_workflow_out(workflow),
+                "id": workflow.pk,
+                "version": version.number,
+                "workflow_created": created,
+                "version_created": added,
+            },
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
 class WorkflowDetailApi(APIView):
     class UpdateInput(WorkflowInput):
         name = serializers.CharField(max_length=200, required=False)
@@ -277,6 +326,11 @@ class RunOutput(serializers.Serializer):
         help_text="once finished: headline, partial, requests_served, requests_requested, mean attainment, "
         "fairness, makespan_s, per-application attainment (docs/api.md)",
     )
+    commit = serializers.CharField(help_text="the code's commit (hex, lower case), or empty")
+    branch = serializers.CharField()
+    ci_url = serializers.CharField(help_text="the CI job that submitted the run (http or https), or empty")
+    tags = serializers.ListField(child=serializers.CharField(), source="tag_names")
+    notes = serializers.CharField()
 
     def get_url(self, obj: Run) -> str:
         return self.context["request"].build_absolute_uri(reverse("api:run-detail", args=[obj.pk]))
@@ -297,6 +351,16 @@ class RunListApi(ListApi):
         scheduler = serializers.CharField(required=False, max_length=50)
         owner = serializers.CharField(required=False, max_length=150, help_text="username")
         batch = serializers.UUIDField(required=False)
+        commit = serializers.RegexField(
+            r"^[0-9a-fA-F]{1,64}$", required=False, help_text="runs whose commit starts with this (any case)"
+        )
+        branch = serializers.CharField(required=False, max_length=200)
+        tag = serializers.CharField(required=False, max_length=64, help_text="runs with this tag")
+        search = serializers.CharField(
+            required=False,
+            max_length=200,
+            help_text="words (all must match, any case) in the workflow name, commit, branch, notes or tags",
+        )
 
     class CreateInput(serializers.Serializer):
         workflow = serializers.IntegerField(min_value=1, max_value=MAX_ID)
@@ -313,6 +377,15 @@ class RunListApi(ListApi):
         repeats = serializers.IntegerField(
             required=False, min_value=1, max_value=run_services.MAX_REPEATS, default=1
         )
+        # Run metadata: the types here, the rules (lengths, URL scheme, tag charset) in
+        # benchmarks.runmeta, which the service applies.
+        commit = serializers.CharField(required=False, allow_blank=True, help_text="4-64 hex digits")
+        branch = serializers.CharField(required=False, allow_blank=True)
+        ci_url = serializers.CharField(required=False, allow_blank=True, help_text="an http(s) URL")
+        tags = serializers.ListField(
+            child=serializers.CharField(), required=False, help_text="letters, digits and . _ : + -"
+        )
+        notes = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
 
     @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True), 400: ERROR})
     def get(self, request: Request) -> Response:
@@ -353,6 +426,7 @@ class RunListApi(ListApi):
             scheduler_params=v["scheduler"][1] if "scheduler" in v else None,
             platform=platform,
             repeats=v["repeats"],
+            meta={k: v[k] for k in ("commit", "branch", "ci_url", "tags", "notes") if k in v},
         )
         out = _run_out(runs[0], request)
         return Response(
@@ -376,6 +450,31 @@ class RunDetailApi(APIView):
     def delete(self, request: Request, pk: int) -> Response:
         run_services.run_delete(run=run_selectors.run_get(pk=pk), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunRequestsApi(ListApi):
+    class FilterSerializer(serializers.Serializer):
+        application = serializers.CharField(required=False, max_length=200, help_text="one application")
+
+    class RequestOutput(serializers.Serializer):
+        application = serializers.CharField(source="application.name")
+        type = serializers.CharField(source="application.type")
+        index = serializers.IntegerField()
+        status = serializers.CharField()
+        warmup = serializers.BooleanField()
+        arrival = serializers.FloatField(help_text="seconds since the run started")
+        end = serializers.FloatField()
+        metrics = serializers.JSONField(help_text="the request's latencies in seconds (docs/metrics.md)")
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses={200: RequestOutput(many=True), 400: ERROR, 404: ERROR},
+        description="Per-request latencies of a run, in pages (the regression gate compares them).",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        v = _filters(self.FilterSerializer, request)
+        rows = run_selectors.run_requests(run=run_selectors.run_get(pk=pk), application=v.get("application"))
+        return self.page(request, rows, lambda r: self.RequestOutput(r).data)
 
 
 class RunCancelApi(APIView):

@@ -30,7 +30,21 @@ class ApplicationInline(admin.TabularInline):
 class RunAdmin(admin.ModelAdmin):
     list_display = ("id", "workflow_label", "scheduler", "platform", "status", "owner", "created_at")
     list_filter = ("status", "scheduler", "platform")
-    readonly_fields = ("progress", "summary", "result", "batch", "spec", "yaml")
+    search_fields = ("workflow_name", "commit", "branch", "notes", "tags__name")
+    # Metadata is written only through run_create, which checks it (benchmarks.runmeta): the run
+    # page links ci_url, so an unchecked one must not come in through the admin either.
+    readonly_fields = (
+        "progress",
+        "summary",
+        "result",
+        "batch",
+        "spec",
+        "yaml",
+        "commit",
+        "branch",
+        "ci_url",
+        "notes",
+    )
     inlines = [NodeInline, ApplicationInline]
 
 

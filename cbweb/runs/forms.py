@@ -1,4 +1,4 @@
-"""The launch form: workflow version, platform, scheduler and its parameters, repeats."""
+"""The launch form: workflow version, platform, scheduler and its parameters, repeats, metadata."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from benchmarks.runmeta import MAX_BRANCH, MAX_CI_URL, MAX_COMMIT, MAX_NOTES, TAG_RULE
 from benchmarks.schedulers import SCHEDULERS, param_problems
 from cbweb.platforms.models import Platform
 from cbweb.platforms.selectors import platform_live
@@ -24,6 +25,19 @@ class RunLaunchForm(forms.Form):
     scheduler = forms.ChoiceField(choices=[])
     repeats = forms.IntegerField(
         min_value=1, max_value=MAX_REPEATS, initial=1, help_text="repeated runs give a mean and 95 % CI"
+    )
+    # Run metadata (optional): the rules are benchmarks.runmeta's, applied by the service, whose
+    # errors land on these fields.
+    commit = forms.CharField(required=False, max_length=MAX_COMMIT, help_text="the code's git commit (hex)")
+    branch = forms.CharField(required=False, max_length=MAX_BRANCH)
+    ci_url = forms.CharField(
+        required=False, max_length=MAX_CI_URL, label="CI job URL", help_text="an http:// or https:// link"
+    )
+    tags = forms.CharField(
+        required=False, help_text=f"separated by spaces or commas; each {TAG_RULE}", max_length=2000
+    )
+    notes = forms.CharField(
+        required=False, max_length=MAX_NOTES, widget=forms.Textarea(attrs={"rows": 3}), strip=False
     )
 
     def __init__(self, *args: Any, workflow: Workflow, **kwargs: Any) -> None:
@@ -69,6 +83,13 @@ class RunLaunchForm(forms.Form):
         for param, message in param_problems(name, params):
             self.add_error(param_field_name(name, param), message)
         data["scheduler_params"] = params
+        data["meta"] = {
+            "commit": data.get("commit", ""),
+            "branch": data.get("branch", ""),
+            "ci_url": data.get("ci_url", ""),
+            "tags": data.get("tags", "").replace(",", " ").split(),
+            "notes": data.get("notes", ""),
+        }
         return data
 
     def _scheduler_support(self) -> dict[str, list[str]]:

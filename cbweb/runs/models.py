@@ -74,6 +74,13 @@ class Run(models.Model):
     # Whole-run telemetry downsampled for charts, computed once when the run finishes (the samples
     # of a finished run never change), so result pages do not downsample 12 x 36,000 samples each time.
     telemetry_overview = models.JSONField(null=True, blank=True)
+    # Where the run comes from (benchmarks.runmeta checks every value; docs/api.md): the code's commit
+    # and branch, the CI job that submitted it, free notes; its tags are RunTag rows (filterable on
+    # every database, which a JSON list is not on SQLite).
+    commit = models.CharField(max_length=64, blank=True, db_index=True)
+    branch = models.CharField(max_length=200, blank=True, db_index=True)
+    ci_url = models.CharField(max_length=500, blank=True, help_text="the CI job's page (http or https)")
+    notes = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -87,6 +94,11 @@ class Run(models.Model):
         return self.status in self.FINISHED
 
     @property
+    def tag_names(self) -> list[str]:
+        """The run's tags, in the order given (prefetch ``tags`` for lists)."""
+        return [t.name for t in self.tags.all()]
+
+    @property
     def workflow_label(self) -> str:
         return f"{self.workflow_name} v{self.version_number}"
 
@@ -94,6 +106,20 @@ class Run(models.Model):
     def scheduler_label(self) -> str:
         """The scheduler with the parameters it ran with that differ from its defaults."""
         return scheduler_label(self.scheduler, self.scheduler_params or {})
+
+
+class RunTag(models.Model):
+    """One tag of a run (``benchmarks.runmeta.TAG_RE``), e.g. ``nightly`` or ``v1.2``."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=64, db_index=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="run_tag_unique")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class NodeResult(models.Model):

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
 
-from benchmarks import metrics
+from benchmarks import metrics, regress
+from benchmarks.apps import APP_TYPES
 from benchmarks.monitor.base import is_core_entity
 from benchmarks.results import ApplicationResult as EngineApplicationResult
 from benchmarks.results import (
@@ -46,12 +47,27 @@ CHART_POINTS = 2000
 COMPARE_POINTS = 500
 CDF_POINTS = 400
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
-RUN_FILTERS = ("status", "workflow", "platform", "scheduler", "owner", "batch")
+RUN_FILTERS = (
+    "status",
+    "workflow",
+    "platform",
+    "scheduler",
+    "owner",
+    "batch",
+    "commit",
+    "branch",
+    "tag",
+    "search",
+)
 
 
 def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
-    """Return runs, newest first, filtered by status, workflow, platform, scheduler, owner or batch."""
-    qs = Run.objects.select_related("workflow_version__workflow", "platform", "owner")
+    """Return runs, newest first, filtered by status, workflow, platform, scheduler, owner, batch,
+    commit (a prefix, any case), branch, tag (exact) or ``search`` (words found, any case, in the
+    workflow name, commit, branch, notes or a tag)."""
+    qs = Run.objects.select_related("workflow_version__workflow", "platform", "owner").prefetch_related(
+        "tags"
+    )
     for key, value in (filters or {}).items():
         if value in (None, ""):
             continue
@@ -59,9 +75,34 @@ def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
             qs = qs.filter(workflow_version__workflow_id=value)
         elif key == "owner":
             qs = qs.filter(owner__username=value)
+        elif key == "commit":
+            qs = qs.filter(commit__istartswith=value)
+        elif key == "tag":
+            qs = qs.filter(tags__name=value)
+        elif key == "search":
+            for word in str(value).split():
+                found = (
+                    Q(workflow_name__icontains=word)
+                    | Q(commit__istartswith=word)
+                    | Q(branch__icontains=word)
+                    | Q(notes__icontains=word)
+                    | Q(tags__name__icontains=word)
+                )
+                qs = qs.filter(pk__in=Run.objects.filter(found).values("pk"))
         elif key in RUN_FILTERS:
             qs = qs.filter(**{key: value})
     return qs
+
+
+def run_requests(*, run: Run, application: str | None = None) -> QuerySet[RequestResult]:
+    """Return a run's per-request rows, application by application in node order, then by index;
+    each with ``application_name`` and ``application_type`` (the regression gate reads them)."""
+    qs = (
+        RequestResult.objects.filter(application__run=run)
+        .select_related("application")
+        .order_by("application_id", "index", "id")
+    )
+    return qs.filter(application__name=application) if application else qs
 
 
 def run_get(*, pk: int) -> Run:
@@ -709,3 +750,132 @@ def run_wait_reason(*, run: Run) -> str | None:
     if not live:
         return f"No worker is live ({lost}): start `consumerbench worker` on a machine."
     return f"A worker is live; it waits its turn: {queue}."
+
+
+# --------------------------------------------------------------------------------------------------
+# History of a workflow: its runs over time or commit, with regressions marked
+# --------------------------------------------------------------------------------------------------
+
+# The history page reads at most this many of a workflow's latest succeeded runs: each costs a
+# comparison of its request rows with the previous run's.
+HISTORY_RUNS = 60
+HISTORY_ORDERS = ("time", "commit")
+
+
+def _key_metrics(app: ApplicationResult) -> list[str]:
+    """Return an application's key latencies: its type's SLO-able metrics that the run measured."""
+    declared = APP_TYPES[app.type].slo_metrics if app.type in APP_TYPES else ()
+    return [m for m in declared if (app.metrics.get(m) or {}).get("count")]
+
+
+def _history_samples(run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Return each run's request rows as the regression comparison reads them."""
+    rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for run_id, app, status, warmup, values in RequestResult.objects.filter(
+        application__run_id__in=run_ids
+    ).values_list("application__run_id", "application__name", "status", "warmup", "metrics"):
+        rows[run_id].append({"application": app, "status": status, "warmup": warmup, "metrics": values})
+    return rows
+
+
+def run_history(*, workflow_id: int, order: str = "time") -> dict[str, Any]:
+    """Return the history of a workflow's succeeded runs (its latest ``HISTORY_RUNS``) for the
+    history page and its charts.
+
+    Points, oldest first: with ``order="time"`` one per batch (runs launched together), with
+    ``order="commit"`` one per commit (runs without a commit: one per workflow version), placed at
+    its first run. Per point and application: SLO attainment and the p50 and p99 of each key latency,
+    each the mean over the point's runs with its 95 % t interval (``metrics.mean_ci95``; none for a
+    single run). Each run is compared with the run before it on the same platform under the same
+    scheduler and parameters (``benchmarks.regress.compare_runs``, as ``consumerbench submit
+    --baseline``); a point lists its runs' regressions.
+    """
+    if order not in HISTORY_ORDERS:
+        raise ValueError(f"order is one of {HISTORY_ORDERS}")
+    runs = list(
+        Run.objects.filter(workflow_version__workflow_id=workflow_id, status=Run.Status.SUCCEEDED)
+        .order_by("-created_at", "-id")
+        .prefetch_related("application_results")[:HISTORY_RUNS]
+    )[::-1]
+    samples = _history_samples([r.pk for r in runs])
+    regressions: dict[int, list[dict[str, Any]]] = {}
+    # A run is compared with the previous run of the same configuration (platform and scheduler with
+    # its parameters): a change of scheduler is not a regression of the code.
+    previous: dict[tuple[int | None, str], Run] = {}
+    for run in runs:
+        config = (run.platform_id, run.scheduler_label)
+        before = previous.get(config)
+        previous[config] = run
+        if before is None:
+            continue
+        regressions[run.pk] = [
+            {"run": run.pk, "against": before.pk, "application": c.application, "metric": c.metric,
+             "ratio": c.ratio, "p_value": c.p_value}
+            for c in regress.regressed(regress.compare_runs(samples[before.pk], samples[run.pk]))
+        ]  # fmt: skip
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        key = (run.commit or f"v{run.version_number}") if order == "commit" else str(run.batch)
+        groups.setdefault(key, []).append(run)
+    applications: dict[str, dict[str, Any]] = {}
+    points = []
+    for key, members in groups.items():
+        per_app: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for run in members:
+            for app in run.application_results.all():
+                info = applications.setdefault(
+                    app.name, {"type": app.type, "slo": bool(app.slo), "metrics": []}
+                )
+                figures = per_app[app.name]
+                if app.slo_attainment is not None:
+                    figures["attainment"].append(app.slo_attainment)
+                for metric in _key_metrics(app):
+                    if metric not in info["metrics"]:
+                        info["metrics"].append(metric)
+                    for q in ("p50", "p99"):
+                        figures[f"{metric} {q}"].append(app.metrics[metric][q])
+        first = members[0]
+        label = (
+            (key[:10] if first.commit else key)
+            if order == "commit"
+            else f"#{first.pk}" + (f"-{members[-1].pk}" if len(members) > 1 else "")
+        )
+        points.append(
+            {
+                "label": label,
+                "runs": [r.pk for r in members],
+                "created_at": first.created_at.strftime("%Y-%m-%d %H:%M"),
+                "commit": first.commit,
+                "branch": first.branch,
+                "version": first.version_number,
+                "applications": {
+                    name: {figure: _ci(values) for figure, values in figures.items()}
+                    for name, figures in per_app.items()
+                },
+                "regressions": [x for r in members for x in regressions.get(r.pk, [])],
+            }
+        )
+    # The table's columns, application by application: attainment (when it has SLOs), then the p50
+    # and p99 of each key latency; each point's cells in that order.
+    columns = [
+        {"application": name, "figure": figure, "pct": figure == "attainment"}
+        for name, info in applications.items()
+        for figure in (["attainment"] if info["slo"] else [])
+        + [f"{m} {q}" for m in info["metrics"] for q in ("p50", "p99")]
+    ]
+    for point in points:
+        point["cells"] = [
+            {"value": point["applications"].get(c["application"], {}).get(c["figure"]), "pct": c["pct"]}
+            for c in columns
+        ]
+    spans = [
+        {"application": name, "span": sum(c["application"] == name for c in columns)} for name in applications
+    ]
+    return {
+        "order": order,
+        "applications": applications,
+        "columns": columns,
+        "column_groups": [g for g in spans if g["span"]],
+        "points": points,
+        "limit": HISTORY_RUNS,
+    }

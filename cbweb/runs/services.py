@@ -26,6 +26,7 @@ from django.utils import timezone
 from benchmarks.platform import gpus
 from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument, headline
+from benchmarks.runmeta import MetaError, RunMeta, check_meta
 from benchmarks.schedulers import (
     SCHEDULERS,
     SchedulerError,
@@ -38,7 +39,7 @@ from benchmarks.spec import model as spec_model
 from benchmarks.status import RunStatus
 from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
-from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, TelemetryChunk
+from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, RunTag, TelemetryChunk
 from cbweb.runs.selectors import run_telemetry
 from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.limits import spec_limits
@@ -109,6 +110,7 @@ def run_create(
     scheduler_params: Mapping[str, Any] | None = None,
     platform: Platform | None = None,
     repeats: int = 1,
+    meta: Mapping[str, Any] | None = None,
 ) -> list[Run]:
     """Create ``repeats`` queued runs of a workflow version; return them. Nothing is sent to an executor:
     ``cbweb.runs.dispatch.run_launch`` does that once the rows are committed (this module imports no
@@ -116,8 +118,10 @@ def run_create(
 
     ``scheduler`` (default: the workflow's) runs with the workflow's own parameters when it is the
     workflow's scheduler, overridden by ``scheduler_params``; the run stores the effective ones.
-    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats) when
-    the request is impossible.
+    ``meta`` (commit, branch, ci_url, tags, notes) is checked by ``benchmarks.runmeta.check_meta``
+    and given to every run of the batch.
+    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats, or a
+    metadata field) when the request is impossible.
     """
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
@@ -143,6 +147,7 @@ def run_create(
         )
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
+    checked = run_meta_check(meta or {})
     batch = uuid.uuid4()
     runs = [
         Run.objects.create(
@@ -154,10 +159,27 @@ def run_create(
             batch=batch,
             repeat_index=i,
             progress=initial_progress(workflow),
+            commit=checked.commit,
+            branch=checked.branch,
+            ci_url=checked.ci_url,
+            notes=checked.notes,
         )
         for i in range(1, repeats + 1)
     ]
+    RunTag.objects.bulk_create([RunTag(run=run, name=tag) for run in runs for tag in checked.tags])
     return runs
+
+
+def run_meta_check(meta: Mapping[str, Any]) -> RunMeta:
+    """Return checked run metadata (``benchmarks.runmeta.check_meta``); raise ValidationError with a
+    message per field that breaks a rule."""
+    try:
+        return check_meta(meta)
+    except MetaError as exc:
+        errors: dict[str, list[str]] = {}
+        for field, message in exc.problems:
+            errors.setdefault(field, []).append(message)
+        raise ValidationError(errors) from None
 
 
 def run_claim(*, run_id: int, worker: str) -> bool:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.run_list, name="list"),
     path("compare/", views.run_compare, name="compare"),
     path("launch/<int:workflow_pk>/", views.run_launch, name="launch"),
+    path("history/<int:workflow_pk>/", views.run_history, name="history"),
     path("<int:pk>/", views.run_detail, name="detail"),
     path("<int:pk>/progress/", views.run_progress, name="progress"),
     path("<int:pk>/cancel/", views.run_cancel, name="cancel"),

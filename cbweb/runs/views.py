@@ -37,6 +37,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     for key in ("workflow", "platform"):
         if filters[key] and not filters[key].isdigit():
             filters[key] = ""
+    # Malformed text filters match nothing rather than fail: they come from a typed search box.
+    for key in ("commit", "branch", "tag", "search"):
+        filters[key] = filters[key][:200]
     runs = selectors.run_list(filters=filters)[:200]
     return render(request, "runs/list.html", {"runs": runs, "filters": filters, "statuses": STATUSES})
 
@@ -56,6 +59,7 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
                 scheduler_params=form.cleaned_data["scheduler_params"],
                 platform=form.cleaned_data["platform"],
                 repeats=form.cleaned_data["repeats"],
+                meta=form.cleaned_data["meta"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -178,6 +182,17 @@ def run_bundle(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     response = StreamingHttpResponse(selectors.run_bundle_zip(run=run), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-bundle.zip"'
     return response
+
+
+@readable
+def run_history(request: HttpRequest, workflow_pk: int) -> HttpResponse:
+    """A workflow's runs over time or commit: attainment and key latencies, regressions marked."""
+    workflow = workflow_selectors.workflow_get(pk=workflow_pk)
+    order = request.GET.get("order", "time")
+    if order not in selectors.HISTORY_ORDERS:
+        order = "time"
+    history = selectors.run_history(workflow_id=workflow.pk, order=order)
+    return render(request, "runs/history.html", {"workflow": workflow, "history": history, "order": order})
 
 
 @readable

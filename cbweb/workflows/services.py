@@ -18,9 +18,16 @@ from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
 def workflow_parse(
-    *, name: str, yaml_text: str | None = None, spec: Any = None, check_here: bool = False
+    *,
+    name: str,
+    yaml_text: str | None = None,
+    spec: Any = None,
+    own_name: bool = False,
+    check_here: bool = False,
 ) -> spec_model.Workflow:
-    """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named ``name``.
+    """Validate YAML (any dialect) or a mapping with the engine; return the canonical workflow named
+    ``name``; with ``own_name``, named as the input names itself (native ``name:``, the task list's
+    key) and ``name`` only when it names none.
 
     The input limits are the deployment's (settings CB_MAX_*). ``check_here`` also checks that each
     unit's model (through the engine's model resolver) and input files resolve on this machine, as
@@ -40,6 +47,8 @@ def workflow_parse(
         parsed = spec_load.load_yaml(yaml_text, name=name, limits=spec_limits(), unit_checks=checks)
     else:
         parsed = spec_load.from_dict(spec, name=name, limits=spec_limits(), unit_checks=checks)
+    if own_name:
+        return parsed
     # The record's name is the workflow's name, so that exports and results agree with the list.
     return parsed.model_copy(update={"name": name}) if name else parsed
 
@@ -98,6 +107,51 @@ def workflow_create(
     )
     _add_version(workflow=workflow, parsed=parsed, user=owner)
     return workflow
+
+
+@transaction.atomic
+def workflow_submit(
+    *,
+    owner: Any,
+    yaml_text: str | None = None,
+    spec: Any = None,
+    name: str | None = None,
+    default_name: str = "workflow",
+) -> tuple[Workflow, WorkflowVersion, bool, bool]:
+    """Store a workflow as CI submits it: by name per owner. Return (workflow, version, whether the
+    workflow was created, whether a version was added).
+
+    The name is ``name`` if given, else the one the input gives itself (native ``name:``, the task
+    list's key), else ``default_name``. The owner's active workflow of that name is reused (the most
+    recently updated one, if older submits made several); a new version is added only when the
+    canonical spec differs from its latest version's. Archived workflows are not reused.
+    Raises WorkflowValidationError (nothing is written) when the engine rejects the input.
+    """
+    if name and name.strip():
+        parsed = workflow_parse(name=name.strip(), yaml_text=yaml_text, spec=spec)
+    else:
+        parsed = workflow_parse(name=default_name.strip(), yaml_text=yaml_text, spec=spec, own_name=True)
+    limit = Workflow._meta.get_field("name").max_length or 200
+    if len(parsed.name) > limit:
+        raise spec_model.WorkflowValidationError(
+            [spec_model.SpecError(("name",), None, f"the workflow's name is longer than {limit} characters")]
+        )
+    # Locked, so two CI jobs submitting the same file at once add one version, not two.
+    workflow = (
+        Workflow.objects.select_for_update()
+        .filter(owner=owner, name=parsed.name, archived=False)
+        .order_by("-updated_at", "-id")
+        .first()
+    )
+    if workflow is None:
+        workflow = Workflow.objects.create(name=parsed.name, description=parsed.description, owner=owner)
+        return workflow, _add_version(workflow=workflow, parsed=parsed, user=owner), True, False
+    latest = workflow.versions.order_by("-number").first()
+    if latest is not None and latest.spec == spec_export.to_dict(parsed):
+        return workflow, latest, False, False
+    workflow.description = parsed.description
+    workflow.save(update_fields=["description", "updated_at"])
+    return workflow, _add_version(workflow=workflow, parsed=parsed, user=owner), False, True
 
 
 @transaction.atomic

@@ -148,7 +148,8 @@ def test_scheduler_parameters_are_fields_of_the_chosen_scheduler(page: Any, live
     # A value out of the parameter's range is refused at its field (its bound from the Params model).
     page.fill("#id_credit__pressure_threshold", "1.5")
     page.wait_for_function(
-        "document.querySelector('ul[data-errors-for=\"credit__pressure_threshold\"]').textContent.includes('must be < 1')"
+        "document.querySelector('ul[data-errors-for=\"credit__pressure_threshold\"]')"
+        ".textContent.includes('must be < 1')"
     )
     page.locator("#editor-form fieldset.meta").screenshot(path=str(ARTIFACTS / "editor-scheduler-params.png"))
     page.fill("#id_credit__pressure_threshold", "0.4")

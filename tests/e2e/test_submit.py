@@ -97,7 +97,8 @@ def test_submit_sends_scheduler_parameters_and_the_run_records_them(
     )
     out = _submit(live_app, wf, "--wait", "--scheduler-param", "window=4")
     assert out.returncode == 0, out.stdout + out.stderr
-    url = out.stdout.split()[3]  # "run <id> <status>: <url>"
+    queued = next(line for line in out.stdout.splitlines() if line.startswith("run "))
+    url = queued.split()[3]  # "run <id> <status>: <url>"
     run = Client(live_app.url, _token(live_app)).request("GET", url)
     assert run["scheduler"] == "credit"
     assert (run["scheduler_params"]["pressure_threshold"], run["scheduler_params"]["window"]) == (0.4, 4)
