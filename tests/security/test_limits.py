@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from cbweb.platforms.models import Platform
+
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
 
@@ -55,9 +57,15 @@ def test_partition_check_with_24_pairs_of_dependent_nodes_answers_quickly_with_t
     assert fits.status_code == 201, fits.content[:500]
     # 24 nodes can run at once (one of each pair): 24 x 5 % = 120 %.
     assert_error_shape(too_much, "120 %", "partition")
-    # The launch check uses the same policy: the stored workflow launches under partition.
+    # The launch check uses the same policy: the stored workflow launches under partition (on a
+    # platform with an NVIDIA GPU: partition is built on MPS).
+    gpu = Platform.objects.create(
+        fingerprint_id="h200", name="h200", queue="cb.h200", info={"gpus": [{"name": "NVIDIA H200"}]}
+    )
     launched = api.post(
-        "/api/v1/runs/", {"workflow": fits.json()["id"], "scheduler": "partition"}, format="json"
+        "/api/v1/runs/",
+        {"workflow": fits.json()["id"], "scheduler": "partition", "platform": gpu.pk},
+        format="json",
     )
     assert launched.status_code == 201, launched.content[:500]
     assert elapsed < 10, f"the partition check took {elapsed:.1f} s"
