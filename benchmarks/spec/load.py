@@ -49,6 +49,7 @@ from benchmarks.spec.model import (
     name_problem,
     parse_slo,
     requests_per_run,
+    server_problems,
     suggest,
 )
 from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, read_yaml_document
@@ -62,6 +63,7 @@ COMMON_UNIT_KEYS = (
     "model",
     "server_model",
     "client_model",
+    "server",
     "num_requests",
     "device",
     "mps",
@@ -258,6 +260,16 @@ def _build(
     for loc, message in dag_problems(units_raw, nodes):
         # Without 'workflows:' each unit is a node of its own name, found at the unit.
         errors.add(loc if nodes_raw is not None else loc[1:], message)
+    if len(errors.errors) == before_nodes:
+        # A unit that could not be built is no server to check against (its own problem is reported).
+        checkable = {
+            k: a for k, a in applications.items() if a.server in applications or a.server not in units_raw
+        }
+        for loc, message in _server_problems(checkable, nodes):
+            if loc[0] == "workflows":
+                errors.add(loc if nodes_raw is not None else loc[1:], message)
+            else:
+                errors.add((*units_raw[str(loc[0])][1], *loc[1:]), message)
     whole_stands = keys_stand and len(errors.errors) == before_nodes and len(applications) == len(units_raw)
     if errors.errors and not whole_stands:
         return None
@@ -275,6 +287,27 @@ def _build(
     for message in SCHEDULERS[workflow.scheduler].spec_problems(workflow):
         errors.add(("workflows",), message)
     return None if errors.errors else workflow
+
+
+def _server_problems(
+    applications: Mapping[str, Application], nodes: Mapping[str, Node]
+) -> list[tuple[Path_, str]]:
+    """Return the model-server problems: the model's rules (``server_problems``) and that a unit's
+    ``server`` names a unit of a server type (``AppType.serves``)."""
+    problems: list[tuple[Path_, str]] = []
+    for unit in applications.values():
+        target = applications.get(unit.server or "")
+        if target is not None and not APP_TYPES[target.type].serves:
+            servers = ", ".join(a.name for a in APP_TYPES.values() if a.serves)
+            problems.append(
+                (
+                    (unit.name, "server"),
+                    f"unit '{unit.name}' names server '{target.name}', a {target.type} unit, which is "
+                    f"not a model server (server types: {servers})",
+                )
+            )
+    wrong = {str(loc[0]) for loc, _ in problems}
+    return problems + server_problems({k: a for k, a in applications.items() if k not in wrong}, nodes)
 
 
 def _check_total_requests(
@@ -398,7 +431,22 @@ def _build_unit(
         "num_requests": common.pop("num_requests", app.default_num_requests),
         "priority": common.pop("priority", app.default_priority),
     }
-    kwargs["model"] = common.pop("model", app.default_model)
+    if "server" in common:
+        if not app.server_client:
+            clients = ", ".join(a.name for a in APP_TYPES.values() if a.server_client)
+            errors.add(
+                (*origin, "server"),
+                f"unit '{unit_name}' ({app.name}) cannot use a model server; the types that can: {clients}",
+            )
+        elif "model" in common:
+            errors.add(
+                (*origin, "model"),
+                f"unit '{unit_name}' names a server, whose model it uses: remove 'model' (or 'server')",
+            )
+        common.pop("model", None)
+        kwargs["model"] = None
+    else:
+        kwargs["model"] = common.pop("model", app.default_model)
     kwargs["slo"] = _parse_slo_field(common.pop("slo", list(app.default_slo)), app, (*origin, "slo"), errors)
     if "memory_limit" in common:
         limit = _memory_limit_mb(common.pop("memory_limit"), (*origin, "memory_limit"), errors)
@@ -417,7 +465,7 @@ def _build_unit(
         common["device"] = common["device"].strip().lower()
     common.pop("type", None)
     kwargs.update(common)
-    if app.needs_model and not kwargs["model"]:
+    if app.needs_model and not kwargs["model"] and not common.get("server"):
         errors.add(origin, f"unit '{unit_name}' ({app.name}) needs 'model'")
     try:
         kwargs["options"] = app.options(**options)
