@@ -111,3 +111,42 @@ def test_the_model_refuses_a_server_rule_broken_after_loading() -> None:
                 "nodes": {**wf.model_dump()["nodes"], "serve": {"name": "serve", "uses": "llm"}},
             }
         )
+
+
+def test_server_model_and_client_model_give_a_chatbot_a_server_of_its_own() -> None:
+    wf = load_yaml("""\
+Brainstorm (chatbot):
+  type: Chatbot
+  server_model: smollm2-135m
+  client_model: openai/llama
+  device: cpu
+  n_ctx: 1024
+  num_requests: 2
+workflows:
+  brainstorm: {uses: Brainstorm (chatbot)}
+""")
+    client = wf.applications["Brainstorm (chatbot)"]
+    assert (client.server, client.model, client.client_model) == (
+        "Brainstorm (chatbot) server",
+        None,
+        "openai/llama",
+    )
+    server = wf.applications["Brainstorm (chatbot) server"]
+    assert (server.type, server.model, server.device, server.options.n_ctx) == (
+        "LLMServer",
+        "smollm2-135m",
+        "cpu",
+        1024,
+    )
+    assert wf.nodes["Brainstorm_chatbot_server"].background
+    assert wf.dependencies("brainstorm") == ("Brainstorm_chatbot_server",)
+    # Without 'workflows:' the server is a background node of its own name.
+    wf = load_yaml("c: {type: DeepResearch, server_model: smollm2-135m, client_model: x, num_requests: 1}\n")
+    assert [(n.name, n.uses, n.background) for n in wf.nodes.values()] == [
+        ("c", "c", False),
+        ("c_server", "c_server", True),
+    ]
+    assert wf.applications["c_server"].options.n_ctx == 4096  # DeepResearch's default context
+    # Other types keep server_model as their model.
+    sleep = load_yaml("s: {type: Sleep, server_model: m.gguf, client_model: x}\n").applications["s"]
+    assert (sleep.model, sleep.server) == ("m.gguf", None)
