@@ -118,9 +118,16 @@ class AppContext:
 
     @contextlib.contextmanager
     def gpu_step(self, kind: str) -> Iterator[None]:
-        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate."""
+        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate.
+
+        A model server's client does no GPU step (the server does, in its own process): its steps
+        only honour a stop request.
+        """
         if self.stop_requested():
             raise AppStopped
+        if self.server_url is not None:
+            yield
+            return
         self.gate.acquire(self.node, kind)
         try:
             yield
