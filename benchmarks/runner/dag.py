@@ -426,7 +426,8 @@ class _Run:
                 self._request_stop(s, "stopped: foreground finished")
 
     def _request_stop(self, state: NodeState, reason: str) -> None:
-        state.reason = reason
+        if state.done_status is None:  # a node that already reported its end keeps its own reason
+            state.reason = reason
         state.status = NodeStatus.STOPPING
         state.stop_sent_at = clock.now()
         state.stop_event.set()

@@ -138,11 +138,11 @@ def test_killing_the_server_mid_run_fails_its_clients_with_its_reason_and_ends_t
     nodes = {n.name: n for n in result.nodes}
     assert nodes["serve"].status == "failed"
     assert nodes["serve"].reason is not None
-    assert nodes["serve"].reason.startswith("llama-server stopped while serving (exit code -9)")
+    assert nodes["serve"].reason.startswith("ServerError: llama-server stopped while serving (exit code -9); its log ends:\n")
     for name in ("a", "b"):
         assert nodes[name].status == "failed"
         assert nodes[name].reason is not None
-        assert nodes[name].reason.startswith("model server node 'serve' failed: llama-server stopped")
+        assert nodes[name].reason.startswith("model server node 'serve' failed: ServerError: llama-server stopped")
     assert result.requests_served < result.requests_requested
     assert no_children_left()
 
@@ -155,8 +155,8 @@ def test_a_server_that_cannot_load_its_model_fails_its_clients_with_its_log_tail
     nodes = {n.name: n for n in result.nodes}
     assert nodes["serve"].status == "failed"
     reason = nodes["serve"].reason or ""
-    assert reason.startswith("llama-server failed to start (exit code 1); its log ends:\n")
-    assert "broken.gguf" in reason  # the log names the model it could not read
+    assert reason.startswith("ServerError: llama-server failed to start (exit code 1); its log ends:\n")
+    assert reason.endswith("exiting due to model loading error")  # the end of llama-server's own log
     for name in ("a", "b", "r"):
         assert (nodes[name].status, nodes[name].reason) == (
             "failed",
