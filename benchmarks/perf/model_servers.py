@@ -7,7 +7,10 @@ Two workflows with the same three Chatbot units (the same prompts, requests, rep
 closed loops started together), run one after the other (in rounds, alternating the order):
 - shared: one ``LLMServer`` (llama.cpp's llama-server, ``parallel: 3``, continuous batching) and three
   clients that stream from it;
-- separate: three Chatbots, each loading its own copy of the model (llama-cpp-python).
+- separate: three Chatbots, each loading its own copy of the model (llama-cpp-python);
+- serial: the shared case with ``parallel: 1``: one sequence at a time, as a server without batching
+  across requests serves them (llama-cpp-python's own ``llama_cpp.server`` is one: one ``Llama``
+  behind a lock), so the gap to ``shared`` is what continuous batching brings.
 Prints, per case: mean SLO attainment, TTFT and TPOT p50/p99 over every request of the three, the
 peak resident memory of the run's processes (their children included: the server's llama-server),
 peak GPU memory (none on the CPU), and throughput (output tokens over the makespan). Definitions:
@@ -34,13 +37,16 @@ CLIENTS = ("chat_a", "chat_b", "chat_c")
 
 
 def workflow_text(case: str, model: str, requests: int, max_tokens: int, device: str) -> str:
-    """Return the YAML of one case: ``shared`` (one server, three clients) or ``separate``."""
+    """Return the YAML of one case: ``shared`` (one server, three slots), ``serial`` (one slot) or
+    ``separate`` (three models)."""
     threads = default_threads()
     chat = f"type: Chatbot, num_requests: {requests}, max_tokens: {max_tokens}, temperature: 0"
     lines = ["start_together: true"]
-    if case == "shared":
+    if case in ("shared", "serial"):
+        slots = 3 if case == "shared" else 1
         lines.append(
-            f"llm: {{type: LLMServer, model: {model}, device: {device}, parallel: 3, n_threads: {threads}}}"
+            f"llm: {{type: LLMServer, model: {model}, device: {device}, parallel: {slots}, "
+            f"n_threads: {threads}}}"
         )
         lines += [f"{c}: {{{chat}, server: llm}}" for c in CLIENTS]
         lines += ["workflows:", "  serve: {uses: llm, background: true}"]
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         ["case", "round", "attainment", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "RSS MiB", "GPU MiB", "tok/s"]
     ]
     for round_ in range(1, args.rounds + 1):
-        order = ("shared", "separate") if round_ % 2 else ("separate", "shared")
+        order = ("shared", "serial", "separate") if round_ % 2 else ("separate", "serial", "shared")
         for case in order:
             text = workflow_text(case, args.model, args.requests, args.max_tokens, args.device)
             with tempfile.TemporaryDirectory() as scratch:
