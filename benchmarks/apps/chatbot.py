@@ -85,6 +85,8 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
 
 
 class ChatbotDriver(Driver):
+    gen: Generator | None = None
+
     def load(self) -> dict[str, Any]:
         opts = self.options
         prompts = prompts_input(self.unit, PROMPTS)
@@ -94,7 +96,7 @@ class ChatbotDriver(Driver):
             return {**self.gen.describe(), "prompts": prompts.name}
         self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
-        self.gen: Generator | None = load_generator(
+        self.gen = load_generator(
             model,
             backend=opts.backend,
             n_ctx=opts.n_ctx,
