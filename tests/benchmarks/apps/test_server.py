@@ -3,10 +3,15 @@ clients, its life bound to the run (finished, cancelled, killed), and its failur
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
+import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -164,6 +169,39 @@ def test_a_server_that_cannot_load_its_model_fails_its_clients_with_its_log_tail
             f"model server node 'serve' failed: {reason}",
         )
     assert no_children_left()
+
+
+@served
+def test_the_server_dies_within_seconds_when_its_runner_is_killed() -> None:
+    # The runner's death kills the server's node (its parent-death signal), whose death kills
+    # llama-server (its own parent-death signal): no clean-up code runs on the way.
+    script = textwrap.dedent(
+        f"""
+        from benchmarks.runner import run_workflow
+        from benchmarks.spec.load import load_yaml
+
+        run_workflow(load_yaml({SHARED.replace("num_requests: 4", "num_requests: 500")!r}), monitor_hz=None)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    runner = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        servers: list[psutil.Process] = []
+        while not servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            servers = [
+                p for p in psutil.Process(runner.pid).children(recursive=True) if p.name() == "llama-server"
+            ]
+        assert servers, "the runner started no llama-server"
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        _gone, alive = psutil.wait_procs(servers, timeout=5)
+        assert not alive, "llama-server outlived its runner"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(runner.pid, signal.SIGKILL)
+        runner.wait()
 
 
 @served
