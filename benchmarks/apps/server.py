@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import psutil
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from benchmarks.apps.base import AppStopped, AppType, Driver, check_unit
 from benchmarks.apps.runtime import default_threads
@@ -49,6 +49,8 @@ POLL_S = 0.1
 # Attempts at a free port: another process may take the port between our probe and the server's bind.
 PORT_ATTEMPTS = 5
 LOG_TAIL_CHARS = 2000
+# Tokens of context over all slots (n_ctx x parallel): the largest single n_ctx a Chatbot accepts.
+MAX_SERVER_CONTEXT = 131_072
 # prctl(2) option: the signal the server gets when the thread that started it ends.
 _PR_SET_PDEATHSIG = 1
 
@@ -59,6 +61,16 @@ class ServerOptions(AppOptions):
     n_threads: int | None = Field(
         None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
     )
+
+    @model_validator(mode="after")
+    def _check_context(self) -> ServerOptions:
+        # The server allocates every slot's KV cache at start: bound the whole of it, as n_ctx alone is.
+        if self.n_ctx * self.parallel > MAX_SERVER_CONTEXT:
+            raise ValueError(
+                f"n_ctx x parallel is {self.n_ctx * self.parallel:,} tokens, over the server's limit of "
+                f"{MAX_SERVER_CONTEXT:,}; lower n_ctx or parallel"
+            )
+        return self
 
 
 class ServerError(RuntimeError):

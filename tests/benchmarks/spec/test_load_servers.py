@@ -150,3 +150,11 @@ workflows:
     # Other types keep server_model as their model.
     sleep = load_yaml("s: {type: Sleep, server_model: m.gguf, client_model: x}\n").applications["s"]
     assert (sleep.model, sleep.server) == ("m.gguf", None)
+
+
+def test_a_servers_whole_context_is_bounded() -> None:
+    (error,) = errors_of(SHARED.replace("parallel: 3 ", "parallel: 64\n  n_ctx: 4096 "))
+    assert (
+        error.path == "llm"
+        and "n_ctx x parallel is 262,144 tokens, over the server's limit of 131,072" in error.message
+    )
