@@ -48,6 +48,7 @@ READY_TIMEOUT_S = 300.0
 POLL_S = 0.1
 # Attempts at a free port: another process may take the port between our probe and the server's bind.
 PORT_ATTEMPTS = 5
+BIND_FAILED = "couldn't bind HTTP server socket"  # what llama-server logs when the port is taken
 LOG_TAIL_CHARS = 2000
 # Tokens of context over all slots (n_ctx x parallel): the largest single n_ctx a Chatbot accepts.
 MAX_SERVER_CONTEXT = 131_072
@@ -178,8 +179,7 @@ class ServerDriver(Driver):
             ]
             if self._start(command, port):
                 break
-            tail = log_tail(self.log_path)
-            if "bind" not in tail.lower() or attempt == PORT_ATTEMPTS:
+            if BIND_FAILED not in log_tail(self.log_path) or attempt == PORT_ATTEMPTS:
                 raise ServerError(self._died("failed to start"))
         self.url = f"http://127.0.0.1:{port}"
         assert self.proc is not None

@@ -222,7 +222,9 @@ def test_a_port_taken_between_probe_and_bind_is_retried_on_another(
     try:
         loaded = driver.load()
         assert loaded["port"] != busy
-        assert "bind" in server_app.log_tail(tmp_path / "server.log", 100_000).lower()
+        assert f"{server_app.BIND_FAILED}, hostname: 127.0.0.1, port: {busy}" in server_app.log_tail(
+            tmp_path / "server.log", 100_000
+        )
     finally:
         driver.close()
         taken.close()
