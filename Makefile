@@ -32,7 +32,7 @@ $(BIN)/consumerbench: pyproject.toml package-lock.json Makefile
 # llama.cpp source that llama-cpp-python's sdist vendors (the bindings' own version) with the flags
 # above (a CUDA build when they ask for one), statically linked, into $(BIN)/llama-server. Cached: the
 # stamp names the version, so it is rebuilt only when that changes (`rm $(VENV)/.llama-server-*` to
-# force). 11 min measured on 2 busy cores (9 min of CPU); the engine finds it beside its Python
+# force). 11-17 min measured on 2 busy cores (10 min of CPU); the engine finds it beside its Python
 # (or CB_LLAMA_SERVER).
 LLAMA_SERVER_STAMP := $(VENV)/.llama-server-0.3.36
 .PHONY: llama-server
