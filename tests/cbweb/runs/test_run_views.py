@@ -239,7 +239,8 @@ def test_the_result_page_of_a_shared_model_server_run_shows_the_server_as_a_node
     html = Client().get(f"/runs/{run.pk}/").content.decode()
     data = chart_data(html)
     # The server is a bar of the Gantt and a row of the device table, but no application.
-    assert sorted(g["node"] for g in data["gantt"]) == ["a", "b", "serve"]
+    gantt = {g["node"]: g for g in data["gantt"]}
+    assert sorted(gantt) == ["a", "b", "serve"] and gantt["serve"]["load_time_s"] > 0
     assert sorted({s["application"] for s in data["latency"]}) == ["a", "b"]
     assert [a.name for a in run.application_results.order_by("name")] == ["a", "b"]
     table = html[html.index('id="telemetry-table"') :]
