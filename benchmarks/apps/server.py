@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -150,8 +151,10 @@ class ServerDriver(Driver):
         if path is None:
             raise ServerError(f"model '{model.requested}' is not a local GGUF file")
         binary = server_binary()
-        self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.ctx.out_dir / "server.log"
+        # The log stays out of the result bundle: llama-server writes this machine's paths into it.
+        self.scratch = tempfile.TemporaryDirectory(prefix="cb-llama-server-")
+        self.log_path = Path(self.scratch.name) / "server.log"
+        self.model_folder = str(path.parent)
         threads = opts.n_threads or default_threads()
         for attempt in range(1, PORT_ATTEMPTS + 1):
             port = free_port()
@@ -197,7 +200,7 @@ class ServerDriver(Driver):
 
     def _start(self, command: list[str], port: int) -> bool:
         """Start the server and wait until ``/health`` answers 200; False when it exited first."""
-        self.close()
+        self._stop()
         self.log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             command,
@@ -222,7 +225,8 @@ class ServerDriver(Driver):
     def _died(self, what: str) -> str:
         code = self.proc.poll() if self.proc is not None else None
         exited = f" (exit code {code})" if code is not None else ""
-        tail = log_tail(self.log_path) if hasattr(self, "log_path") else ""
+        # Its model's folder is this machine's: the reason names it as a placeholder.
+        tail = log_tail(self.log_path).replace(self.model_folder, "<model folder>")
         return (
             f"llama-server {what}{exited}; its log ends:\n{tail}" if tail else f"llama-server {what}{exited}"
         )
@@ -241,6 +245,13 @@ class ServerDriver(Driver):
             time.sleep(POLL_S)
 
     def close(self) -> None:
+        """Stop the server and remove its log."""
+        self._stop()
+        scratch = getattr(self, "scratch", None)
+        if scratch is not None:
+            scratch.cleanup()
+
+    def _stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s) and close its log."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
