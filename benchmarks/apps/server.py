@@ -252,12 +252,12 @@ class ServerDriver(Driver):
             scratch.cleanup()
 
     def _stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 5 s) and close its log."""
+        """Stop the server (SIGTERM, then SIGKILL after 2 s: within the stop grace); close its log."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
