@@ -107,6 +107,11 @@ class NodeResult(_Strict):
         None, description="start_together: seconds between the node's load end and its first request's go"
     )
     reason: str | None
+    server: dict[str, Any] | None = Field(
+        None,
+        description="a model server node (LLMServer): what it loaded and where it served "
+        "(backend, model, url, port, pid, parallel, n_ctx, threads, rss_mb after load)",
+    )
 
 
 class TelemetrySource(_Strict):

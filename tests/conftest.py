@@ -49,6 +49,13 @@ def _missing(marker: str) -> str | None:
         return "no NVIDIA GPU visible"
     if marker == "faults":
         return _fault_tools_missing()
+    if marker == "llama_server":
+        from benchmarks.apps.server import ServerError, server_binary
+
+        try:
+            server_binary()
+        except ServerError as exc:
+            return str(exc)
     return None
 
 
@@ -64,7 +71,7 @@ def _fault_tools_missing() -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for marker in ("postgres", "broker", "browser", "gpu", "faults"):
+    for marker in ("postgres", "broker", "browser", "gpu", "faults", "llama_server"):
         if item.get_closest_marker(marker) is None:
             continue
         reason = _missing(marker)

@@ -9,12 +9,13 @@ from benchmarks.apps.captions import APP as LIVE_CAPTIONS
 from benchmarks.apps.chatbot import APP as CHATBOT
 from benchmarks.apps.imagegen import APP as IMAGEGEN
 from benchmarks.apps.research import APP as DEEP_RESEARCH
+from benchmarks.apps.server import APP as LLM_SERVER
 from benchmarks.apps.sleep import APP as SLEEP
 from benchmarks.apps.synthetic import APP as SYNTHETIC
 from benchmarks.spec.model import Application
 
 APP_TYPES: dict[str, AppType] = {
-    app.name: app for app in (CHATBOT, DEEP_RESEARCH, IMAGEGEN, LIVE_CAPTIONS, SLEEP, SYNTHETIC)
+    app.name: app for app in (CHATBOT, DEEP_RESEARCH, IMAGEGEN, LIVE_CAPTIONS, LLM_SERVER, SLEEP, SYNTHETIC)
 }
 
 ALIASES: dict[str, str] = {

@@ -53,6 +53,10 @@ class AppType:
     uses_gpu: Callable[[Application], bool] | None = None
     # The quality figures the result summarises from this type's request records (docs/metrics.md).
     quality: tuple[QualityMeasure, ...] = ()
+    # A model server (LLMServer): its node serves other units and is no application of the result.
+    serves: bool = False
+    # Whether a unit of this type may send its requests to a model server (``server:``).
+    server_client: bool = False
 
 
 @dataclass
@@ -109,12 +113,21 @@ class AppContext:
     sessions: int = 1
     # What the driver may read (benchmarks.files): unrestricted on the CLI, the allowed roots on a server.
     files: FilePolicy = UNRESTRICTED
+    # The base URL of the model server the unit names (``server:``), once its node answers.
+    server_url: str | None = None
 
     @contextlib.contextmanager
     def gpu_step(self, kind: str) -> Iterator[None]:
-        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate."""
+        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate.
+
+        A model server's client does no GPU step (the server does, in its own process): its steps
+        only honour a stop request.
+        """
         if self.stop_requested():
             raise AppStopped
+        if self.server_url is not None:
+            yield
+            return
         self.gate.acquire(self.node, kind)
         try:
             yield
@@ -139,15 +152,18 @@ def check_unit(
     ``AppType.check`` of each driver that loads a model.
 
     A model that the file access policy refuses is the only problem reported (nothing else of the
-    unit is read then). Otherwise: the model's problems (catalogue, format, device), then ``more()``
+    unit is read then). A unit that names a ``server`` has no model of its own to check. Otherwise:
+    the model's problems (catalogue, format, device), then ``more()``
     (the driver's own checks), then the message of each of ``inputs`` that fails (each reads one
     input of the unit and raises ValueError, FileAccessError included, when it is bad).
     """
-    try:
-        files.check_unit_model(unit)
-    except FileAccessError as exc:
-        return [str(exc)]
-    problems = check_model(unit.model, formats, unit.type, unit.device)
+    problems: list[str] = []
+    if unit.server is None:  # a server's client uses the server's model
+        try:
+            files.check_unit_model(unit)
+        except FileAccessError as exc:
+            return [str(exc)]
+        problems = check_model(unit.model, formats, unit.type, unit.device)
     problems += more()
     for read in inputs:
         try:

@@ -2,7 +2,9 @@
 
 Each request is one chat turn from the prompt set, streamed token by token through the scheduler gate.
 Recorded per request: TTFT (arrival to the first non-empty token), TPOT (decode time / (tokens - 1)),
-e2e, the inter-token latencies (series ``itl``) and the exact token counts in and out.
+e2e, the inter-token latencies (series ``itl``) and the exact token counts in and out. With
+``server: <unit>`` the turns go to that model server (``LLMServer``) instead of a model of its own,
+and the server's own timings of each request are kept beside the client's (``server_timings``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
-from benchmarks.apps.textgen import load_generator, model_formats
+from benchmarks.apps.textgen import load_generator, model_formats, server_generator
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, series_rate
 from benchmarks.models import resolve
@@ -83,13 +85,18 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
 
 
 class ChatbotDriver(Driver):
+    gen: Generator | None = None
+
     def load(self) -> dict[str, Any]:
         opts = self.options
         prompts = prompts_input(self.unit, PROMPTS)
         self.turns = load_prompts(prompts, self.ctx.files)
+        if self.unit.server is not None:
+            self.gen = server_generator(self.unit.server, self.ctx.server_url, self.unit.client_model)
+            return {**self.gen.describe(), "prompts": prompts.name}
         self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
-        self.gen: Generator | None = load_generator(
+        self.gen = load_generator(
             model,
             backend=opts.backend,
             n_ctx=opts.n_ctx,
@@ -121,6 +128,8 @@ class ChatbotDriver(Driver):
             finish_reason=reply.finish_reason,
             reply=reply.text,
         )
+        if reply.server_timings:
+            record.info["server_timings"] = reply.server_timings
 
     def close(self) -> None:
         gen = getattr(self, "gen", None)
@@ -140,6 +149,7 @@ APP = AppType(
     driver="benchmarks.apps.chatbot:ChatbotDriver",
     default_model="smollm2-135m",
     needs_model=True,
+    server_client=True,
     description="Streamed chat turns on a local LLM (llama.cpp GGUF or transformers); TTFT, TPOT, ITL.",
     check=check,
     quality=(

@@ -23,7 +23,13 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field, unit_input
-from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
+from benchmarks.apps.textgen import (
+    Generation,
+    LlamaCppGenerator,
+    PromptTooLong,
+    ServerGenerator,
+    server_generator,
+)
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, info_share
 from benchmarks.models import resolve
@@ -220,6 +226,8 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
 
 
 class ResearchDriver(Driver):
+    gen: LlamaCppGenerator | ServerGenerator | None = None
+
     def load(self) -> dict[str, Any]:
         from benchmarks.apps.textgen import load_generator
 
@@ -227,6 +235,14 @@ class ResearchDriver(Driver):
         questions, documents = _inputs(self.unit)
         self.questions = load_questions(questions, self.ctx.files)
         self.library = Library(documents, self.ctx.files)
+        described = {
+            "questions": questions.name,
+            "documents": documents.name,
+            "document_count": len(self.library.docs),
+        }
+        if self.unit.server is not None:
+            self.gen = server_generator(self.unit.server, self.ctx.server_url, self.unit.client_model)
+            return {**self.gen.describe(), **described}
         self.ctx.files.check_unit_model(self.unit)
         model = resolve(self.unit.model or "", ("gguf",), "DeepResearch")
         gen = load_generator(
@@ -238,14 +254,8 @@ class ResearchDriver(Driver):
             n_threads=opts.n_threads,
         )
         assert isinstance(gen, LlamaCppGenerator)
-        self.gen: LlamaCppGenerator | None = gen
-        return {
-            **model.record(),
-            **gen.describe(),
-            "questions": questions.name,
-            "documents": documents.name,
-            "document_count": len(self.library.docs),
-        }
+        self.gen = gen
+        return {**model.record(), **gen.describe(), **described}
 
     def payloads(self) -> list[dict[str, Any]]:
         return self.questions
@@ -303,6 +313,7 @@ class ResearchDriver(Driver):
             tokens_in=sum(c.tokens_in for c in self._calls),
             tokens_out=sum(c.tokens_out for c in self._calls),
             dropped_exchanges=self._dropped,
+            **({"server_timings": [c.server_timings for c in self._calls]} if self.unit.server else {}),
             question_index=payload["index"],
             answer=answer,
             plan=plan,
@@ -377,6 +388,7 @@ APP = AppType(
     driver="benchmarks.apps.research:ResearchDriver",
     default_model="smollm2-135m",
     needs_model=True,
+    server_client=True,
     description="An agent loop on a local LLM with offline search, read and calculator tools.",
     check=check,
     quality=(

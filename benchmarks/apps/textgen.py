@@ -9,6 +9,10 @@ counts are exact (a token is one ``generate`` step, not a detokenised text chunk
 - ``transformers``: a causal LM folder, hub id or GGUF file (dequantised by transformers) with a
   hand-written decode loop over the KV cache.
 
+- ``server``: a shared model server (``LLMServer``, llama.cpp's ``llama-server``) reached through its
+  OpenAI-compatible API, streamed: each streamed chunk is one token (llama-server sends one per
+  chunk), timed at the client on the shared clock; the server's own timings of the request are kept.
+
 Heavy libraries are imported inside the constructors: this module is imported by the application
 modules, which the spec imports to validate keys.
 """
@@ -17,6 +21,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -47,6 +54,9 @@ class Generation:
     token_times: list[float] = field(default_factory=list)
     first_text_time: float | None = None
     finish_reason: str = "length"
+    # A model server's own timings of the request (llama-server's ``timings``: prompt_n, prompt_ms,
+    # predicted_n, predicted_ms, ...) and the slot that served it; empty for a local model.
+    server_timings: dict[str, float] = field(default_factory=dict)
 
     def latency_metrics(self, arrival: float) -> tuple[dict[str, float], dict[str, list[float]]]:
         """Return (metrics, series) in seconds: TTFT from ``arrival`` to the first non-empty token, TPOT,
@@ -300,7 +310,123 @@ class TransformersGenerator:
         del self.model
 
 
-Generator = LlamaCppGenerator | TransformersGenerator
+class ServerGone(RuntimeError):
+    """The model server did not answer, or broke off a reply."""
+
+
+# Seconds a client waits for the server's next byte: a reply queued behind full slots waits too.
+SERVER_READ_TIMEOUT_S = 600.0
+
+
+class ServerGenerator:
+    """A client of a model server (``LLMServer``): one streamed chat completion per call."""
+
+    backend = "server"
+
+    def __init__(self, url: str, *, server: str, client_model: str | None) -> None:
+        self.url = url.rstrip("/")
+        self.server = server
+        self.client_model = client_model
+
+    def describe(self) -> dict[str, Any]:
+        """Return what the result records about the backend: the server unit it sent requests to."""
+        return {"backend": self.backend, "server": self.server, "client_model": self.client_model}
+
+    def generate(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        step: StepGate,
+        grammar: str | None = None,
+    ) -> Generation:
+        """Stream a reply from the server; return the text, counts, token times and server timings.
+
+        Raises PromptTooLong when the server refuses the prompt for its context, ServerGone when it
+        does not answer or breaks off.
+        """
+        body: dict[str, Any] = {
+            "model": self.client_model or "default",
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # A fresh prefill per request, as the local backends do: a prefix hit would make TTFT
+            # measure nothing.
+            "cache_prompt": False,
+        }
+        if grammar is not None:
+            body["grammar"] = grammar
+        request = urllib.request.Request(
+            f"{self.url}/v1/chat/completions",
+            data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
+        )
+        out = Generation(started=now())
+        pieces: list[str] = []
+        try:
+            with urllib.request.urlopen(request, timeout=SERVER_READ_TIMEOUT_S) as reply:
+                while True:
+                    with step("prefill" if not out.token_times else "decode"):
+                        line = reply.readline()
+                    if not line:
+                        break
+                    data = line.strip().removeprefix(b"data:").strip()
+                    if not data or data == b"[DONE]":
+                        continue
+                    self._chunk(json.loads(data), out, pieces)
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", errors="replace")[:500]
+            if exc.code == 400 and "context" in detail:
+                raise PromptTooLong(f"the model server refused the prompt: {detail}") from None
+            raise ServerGone(f"the model server '{self.server}' answered {exc.code}: {detail}") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ServerGone(f"the model server '{self.server}' stopped answering: {exc}") from None
+        out.text = "".join(pieces)
+        if not out.tokens_out:
+            out.tokens_out = len(out.token_times)
+        return out
+
+    @staticmethod
+    def _chunk(chunk: dict[str, Any], out: Generation, pieces: list[str]) -> None:
+        """Take one streamed chunk: a token's text, the finish reason, usage and the server's timings."""
+        t = now()
+        for choice in chunk.get("choices") or []:
+            text = (choice.get("delta") or {}).get("content")
+            if text is not None:
+                out.token_times.append(t)
+                pieces.append(text)
+                if out.first_text_time is None and text:
+                    out.first_text_time = t
+            if choice.get("finish_reason"):
+                out.finish_reason = str(choice["finish_reason"])
+        usage = chunk.get("usage")
+        if usage:
+            out.tokens_in = int(usage.get("prompt_tokens", 0))
+            out.tokens_out = int(usage.get("completion_tokens", 0))
+        if chunk.get("timings"):
+            out.server_timings = {
+                k: float(v) for k, v in chunk["timings"].items() if isinstance(v, int | float)
+            }
+
+    def close(self) -> None:
+        """Nothing to release: the server belongs to its own node."""
+        return None
+
+
+Generator = LlamaCppGenerator | TransformersGenerator | ServerGenerator
+
+
+def server_generator(server: str, url: str | None, client_model: str | None) -> ServerGenerator:
+    """Return the client of the model server unit ``server`` at ``url`` (the runner hands the URL to
+    the application once the server's node answers); ServerGone when there is none."""
+    if url is None:
+        raise ServerGone(f"the model server '{server}' has no address: its node is not running")
+    return ServerGenerator(url, server=server, client_model=client_model)
 
 
 def load_generator(

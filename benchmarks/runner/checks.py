@@ -20,10 +20,11 @@ class PreflightError(RuntimeError):
 def resolve_device(unit: Application) -> str:
     """Return ``gpu`` or ``cpu``: the device a unit runs on here (recorded as the node's ``device``).
 
-    ``auto`` takes the GPU when one is visible; ``gpu`` stays on the GPU, except that a unit whose
+    ``auto`` takes the GPU when one is visible (a model server's client stays on the CPU: its model
+    runs in the server); ``gpu`` stays on the GPU, except that a unit whose
     type does no GPU work (Sleep, Synthetic's CPU load) runs on the CPU when no GPU is visible.
     """
-    if unit.device == "cpu":
+    if unit.device == "cpu" or unit.server is not None:  # a server's client runs no model here
         return "cpu"
     if gpus():
         return "gpu"

@@ -23,7 +23,7 @@ from benchmarks.runner.result import build_result, requested
 from benchmarks.runner.state import NodeState
 from benchmarks.schedulers import scheduler_for
 from benchmarks.schedulers.base import NodePlan, Scheduler, SchedulerError
-from benchmarks.spec.model import Workflow
+from benchmarks.spec.model import Workflow, server_edges
 from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
 POLL_S = 0.05
@@ -128,6 +128,9 @@ class _Run:
             )
             for name, node in workflow.nodes.items()
         }
+        # Each client node's model-server nodes (a unit's ``server:``): it starts once they answer and
+        # fails when one of them fails.
+        self.servers = server_edges(workflow.applications, workflow.nodes)
         self.t0 = clock.now()
         self.status = RunStatus.COMPLETED
         self.stop_reason: str | None = None
@@ -155,6 +158,25 @@ class _Run:
             # Stopped by design: only what it began was asked of it (docs/metrics.md).
             fields["requested"] = requested(state)
         self._emit("node_status", state.name, status=status, reason=state.reason, **fields)
+        if status is NodeStatus.FAILED:
+            self._fail_clients(state)
+
+    def _fail_clients(self, server: NodeState) -> None:
+        """Fail the clients of a model server that failed: those not started and those running (stopped
+        first, failed once their process ends: ``failure``), with the server's reason and log tail."""
+        reason = f"model server node '{server.name}' failed: {server.reason}"
+        for name, servers in self.servers.items():
+            client = self.nodes[name]
+            if server.name not in servers or client.failure is not None:
+                continue
+            client.failure = reason
+            if client.status is NodeStatus.PENDING:
+                self._set_status(client, NodeStatus.FAILED, reason)
+            elif client.status is NodeStatus.RUNNING:
+                self._request_stop(client, reason)
+            elif client.status is NodeStatus.FAILED and client.reason != reason:
+                # It saw the server go first (a broken stream): the server's reason comes first.
+                self._set_status(client, NodeStatus.FAILED, f"{reason} (the client saw: {client.reason})")
 
     # -- main loop ---------------------------------------------------------------------------------
 
@@ -258,7 +280,7 @@ class _Run:
 
     def _deps_met(self, name: str) -> bool | str:
         """True when the node may start, False to wait, or a reason string to skip it."""
-        for dep in self.workflow.nodes[name].depend_on:
+        for dep in self.workflow.dependencies(name):
             d = self.nodes[dep]
             if d.status.failing:
                 return f"dependency '{dep}' {d.status}"
@@ -305,6 +327,8 @@ class _Run:
         gate = self.scheduler.gate_for(plan)
         out_dir = str(bundle_path(self.artifacts, state.name))
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
+        # A client starts once its server node has loaded (its dependency), which reported its URL.
+        server_url = next((self.nodes[n].loaded.get("url") for n in self.servers.get(state.name, ())), None)
         state.process = self.ctx.Process(
             target=app_process_main,
             name=f"cb-{state.name}",
@@ -320,6 +344,7 @@ class _Run:
                 seed,
                 state.go,
                 self.files,
+                server_url,
             ),
             daemon=True,
         )
@@ -379,6 +404,10 @@ class _Run:
         stopping = state.status is NodeStatus.STOPPING
         if state.done_status is NodeStatus.SUCCEEDED and code == 0:
             self._set_status(state, NodeStatus.SUCCEEDED)
+        elif state.failure is not None:
+            saw = state.reason not in (None, state.failure)
+            reason = f"{state.failure} (the client saw: {state.reason})" if saw else state.failure
+            self._set_status(state, NodeStatus.FAILED, reason)
         elif state.done_status is NodeStatus.STOPPED or (stopping and state.done_status is None):
             reason = state.reason or (FOREGROUND_FINISHED_REASON if state.background else "stopped")
             self._set_status(state, NodeStatus.STOPPED, reason)
@@ -406,7 +435,8 @@ class _Run:
                 self._request_stop(s, FOREGROUND_FINISHED_REASON)
 
     def _request_stop(self, state: NodeState, reason: str) -> None:
-        state.reason = reason
+        if state.done_status is None:  # a node that already reported its end keeps its own reason
+            state.reason = reason
         state.status = NodeStatus.STOPPING
         state.stop_sent_at = clock.now()
         state.stop_event.set()

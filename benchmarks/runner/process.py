@@ -63,10 +63,11 @@ def app_process_main(
     seed: int,
     go: Any = None,
     files: FilePolicy = UNRESTRICTED,
+    server_url: str | None = None,
 ) -> None:
     """Entry point of an application process: load, wait for ``go`` when given (a semaphore the runner
     releases once the nodes started with this one have loaded: start_together), run the requests,
-    report, close."""
+    report, close. ``server_url`` is the address of the model server the unit names (``server:``)."""
     die_with_parent()
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
@@ -93,6 +94,7 @@ def app_process_main(
             session=k,
             sessions=sessions,
             files=files,
+            server_url=server_url,
         )
         for k in range(sessions)
     ]

@@ -38,7 +38,9 @@ def build_result(
 ) -> ResultDocument:
     """Return the run's result: its nodes, its applications (requests read back from their records
     files) and the run's figures; times relative to ``t0``, the run's start on the shared clock."""
-    applications = [application_result(state) for state in nodes.values()]
+    # A model server's node serves its clients' requests and has none of its own: it is a node of the
+    # result, not an application (its memory is in the telemetry, under its node's name).
+    applications = [application_result(state) for state in nodes.values() if not app_type(state.unit).serves]
     foreground_ends = [s.finished_at for s in nodes.values() if not s.background and s.finished_at]
     all_ends = [s.finished_at for s in nodes.values() if s.finished_at]
     ends = foreground_ends or all_ends
@@ -47,6 +49,7 @@ def build_result(
         [a.model_dump(include={"slo_attainment", "normalized_latency"}) for a in applications], makespan
     )
     spans = [a.model_dump(include=_REQUEST_TIMES) for a in applications]
+    spans += [{"name": s.name, "requests": []} for s in nodes.values() if app_type(s.unit).serves]
     return ResultDocument(
         schema_version=SCHEMA_VERSION,
         status=status,
@@ -92,6 +95,7 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
             else None
         ),
         reason=state.reason if state.status is not NodeStatus.SUCCEEDED else None,
+        server=state.loaded or None if app_type(state.unit).serves else None,
     )
 
 

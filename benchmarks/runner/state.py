@@ -41,6 +41,8 @@ class NodeState:
     began: int = 0
     stopped_by_design: bool = False
     done_status: NodeStatus | None = None
+    # Why the runner fails this node whatever it reports (its model server failed), once it ends.
+    failure: str | None = None
     stop_sent_at: float | None = None
     pipe_open: bool = True
     # start_together: the nodes spawned with this one, and the semaphore whose release lets its

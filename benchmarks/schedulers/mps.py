@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 
 from benchmarks.schedulers.base import NodePlan, SchedulerError, SchedulerParams
 from benchmarks.spec.graph import concurrent_sets_max
-from benchmarks.spec.model import Workflow
+from benchmarks.spec.model import Workflow, server_edges
 
 CONTROL_BINARY = "nvidia-cuda-mps-control"
 # MPS accepts a device ordinal and a size with a K/M/G suffix, e.g. "0=8G" or "0=512M,1=1G"
@@ -61,10 +61,28 @@ def partition_share_plan(workflow: Workflow, gpu_nodes: Iterable[str]) -> dict[s
     validation, the launch check and the partition scheduler all use it).
 
     A node's ``mps:`` share is used as given; nodes without one get the largest equal share that keeps
-    every set of nodes that may run at the same time within 100 %. Raises ShareError naming the nodes
-    when the shares cannot be honoured.
+    every set of nodes that may run at the same time within 100 %. A model server's node (the one GPU
+    process of its clients) without an ``mps:`` of its own gets the share of its clients: each client
+    takes part in the split as if it ran on the GPU, and the server gets the most its clients hold at
+    one time; the clients get none. Raises ShareError naming the nodes when the shares cannot be
+    honoured.
     """
     gpu = list(gpu_nodes)
+    clients = {
+        client: servers[0]
+        for client, servers in server_edges(workflow.applications, workflow.nodes).items()
+        if servers[0] in gpu and workflow.unit_of(servers[0]).mps is None
+    }
+    servers = set(clients.values())
+    plan = _shares(workflow, [n for n in gpu if n not in servers and n not in clients] + list(clients))
+    for server in servers:
+        weight = {n: plan[n] for n, s in clients.items() if s == server}
+        plan[server] = min(100, concurrent_sets_max(workflow, weight)[0])
+    return {n: share for n, share in plan.items() if n not in clients}
+
+
+def _shares(workflow: Workflow, gpu: list[str]) -> dict[str, int]:
+    """Return the shares of ``gpu`` nodes: their ``mps:``, else the largest equal share that fits."""
     zero = sorted(n for n in gpu if workflow.unit_of(n).mps == 0)
     if zero:
         raise ShareError(
@@ -104,9 +122,14 @@ def partition_share_plan(workflow: Workflow, gpu_nodes: Iterable[str]) -> dict[s
 
 def partition_share_problems(workflow: Workflow) -> list[str]:
     """Return sentences for MPS shares that a static partition cannot honour (``partition_share_plan``
-    over every node not pinned to the CPU); empty when they fit."""
+    over every node not pinned to the CPU, a model server's clients left out); empty when they fit."""
     try:
-        partition_share_plan(workflow, [n for n in workflow.nodes if workflow.unit_of(n).device != "cpu"])
+        on_gpu = [
+            n
+            for n, u in ((n, workflow.unit_of(n)) for n in workflow.nodes)
+            if u.device != "cpu" and not u.server
+        ]
+        partition_share_plan(workflow, on_gpu)
     except ShareError as exc:
         return [f"under the partition scheduler {exc}"]
     return []

@@ -17,6 +17,9 @@ def unit_to_dict(app: Application) -> dict[str, Any]:
     out: dict[str, Any] = {"type": app.type, "model": app.model}
     if app.client_model is not None:
         out["client_model"] = app.client_model
+    if app.server is not None:
+        out["server"] = app.server
+        del out["model"]
     out["num_requests"] = app.num_requests
     out["device"] = app.device
     if app.mps is not None:

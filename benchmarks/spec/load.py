@@ -36,6 +36,7 @@ from benchmarks.schedulers import SCHEDULERS, param_problems
 from benchmarks.spec.dialects import Relocated, is_task_list, task_list_to_native
 from benchmarks.spec.model import (
     DEFAULT_LIMITS,
+    NAME_RE,
     SLO,
     Application,
     Arrival,
@@ -49,6 +50,7 @@ from benchmarks.spec.model import (
     name_problem,
     parse_slo,
     requests_per_run,
+    server_problems,
     suggest,
 )
 from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, read_yaml_document
@@ -56,12 +58,14 @@ from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, read_yaml_
 # A check of one built unit, given by the caller: (path inside the unit, message) per problem.
 UnitCheck = Callable[[Application], Iterable[tuple[Path_, str]]]
 
+LLM_SERVER = "LLMServer"  # the type a legacy server_model + client_model unit gets its server of
 RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "start_together", "workflows")
 COMMON_UNIT_KEYS = (
     "type",
     "model",
     "server_model",
     "client_model",
+    "server",
     "num_requests",
     "device",
     "mps",
@@ -238,6 +242,13 @@ def _build(
         if problem:
             errors.add((*origin, "name") if task else origin, problem)
             bad_units.add(key)
+    if isinstance(nodes_raw, Mapping | None):
+        nodes_raw = _legacy_servers(units_raw, nodes_raw, bad_units)
+        if nodes_raw is not None and len(nodes_raw) > limits.max_nodes:
+            errors.add(
+                (), over_limit("nodes (with one per legacy model server)", len(nodes_raw), limits.max_nodes)
+            )
+            return None
     before_keys = len(errors.errors)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
     keys_stand = len(errors.errors) == before_keys and not bad_units
@@ -258,6 +269,16 @@ def _build(
     for loc, message in dag_problems(units_raw, nodes):
         # Without 'workflows:' each unit is a node of its own name, found at the unit.
         errors.add(loc if nodes_raw is not None else loc[1:], message)
+    if len(errors.errors) == before_nodes:
+        # A unit that could not be built is no server to check against (its own problem is reported).
+        checkable = {
+            k: a for k, a in applications.items() if a.server in applications or a.server not in units_raw
+        }
+        for loc, message in _server_problems(checkable, nodes):
+            if loc[0] == "workflows":
+                errors.add(loc if nodes_raw is not None else loc[1:], message)
+            else:
+                errors.add((*units_raw[str(loc[0])][1], *loc[1:]), message)
     whole_stands = keys_stand and len(errors.errors) == before_nodes and len(applications) == len(units_raw)
     if errors.errors and not whole_stands:
         return None
@@ -275,6 +296,79 @@ def _build(
     for message in SCHEDULERS[workflow.scheduler].spec_problems(workflow):
         errors.add(("workflows",), message)
     return None if errors.errors else workflow
+
+
+def _legacy_servers(
+    units: dict[str, tuple[Mapping[str, Any], Path_]],
+    nodes_raw: Mapping[str, Any] | None,
+    bad_units: set[str],
+) -> Mapping[str, Any] | None:
+    """Give each Chatbot or DeepResearch unit written with the original format's ``server_model`` and
+    ``client_model`` a model server of its own, as the original does: a ``<unit>_server`` LLMServer
+    unit with the ``server_model`` on the unit's device, run by a background node ``<node>_server``,
+    and the unit its client (``server:``, asking for ``client_model``). Changes ``units`` in place
+    (the new unit's problems point at the client's lines); returns the nodes, made explicit if they
+    were not. Other types keep ``server_model`` as their model.
+    """
+    added: dict[str, Any] = {}
+    for key, (unit, origin) in list(units.items()):
+        kind = unit.get("type")
+        app = resolve_type(kind) if isinstance(kind, str) else None
+        legacy = "server_model" in unit and "client_model" in unit and "server" not in unit
+        if key in bad_units or app is None or not app.server_client or not legacy:
+            continue
+        name = _unused(f"{key}_server" if NAME_RE.fullmatch(key) else f"{key} server", units)
+        # The server's slots hold the client's context window (its n_ctx, else its type's default).
+        n_ctx = unit.get("n_ctx", app.options.model_fields["n_ctx"].default)
+        server: dict[str, Any] = {"type": LLM_SERVER, "model": unit["server_model"], "n_ctx": n_ctx}
+        if "device" in unit:
+            server["device"] = unit["device"]
+        units[name] = (Relocated(server, origin), origin)
+        client = {k: v for k, v in unit.items() if k != "server_model"}
+        if client.get("model") == unit["server_model"]:
+            del client["model"]
+        units[key] = (Relocated({**client, "server": name}, origin), origin)
+        if nodes_raw is None:  # units are nodes of their own (identifier) names
+            added[name] = {"uses": name, "background": True}
+        else:
+            node = _unused(
+                re.sub(r"[^A-Za-z0-9_-]+", "_", key).strip("_") + "_server", {**nodes_raw, **added}
+            )
+            added[node] = {"uses": name, "background": True}
+    if not added:
+        return nodes_raw
+    servers = {body["uses"] for body in added.values()}
+    base = dict(nodes_raw) if nodes_raw is not None else {k: {"uses": k} for k in units if k not in servers}
+    return {**base, **added}
+
+
+def _unused(name: str, taken: Mapping[str, Any]) -> str:
+    """Return ``name``, or ``name_2``, ``name_3``... the first that ``taken`` does not hold."""
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    return candidate
+
+
+def _server_problems(
+    applications: Mapping[str, Application], nodes: Mapping[str, Node]
+) -> list[tuple[Path_, str]]:
+    """Return the model-server problems: the model's rules (``server_problems``) and that a unit's
+    ``server`` names a unit of a server type (``AppType.serves``)."""
+    problems: list[tuple[Path_, str]] = []
+    for unit in applications.values():
+        target = applications.get(unit.server or "")
+        if target is not None and not APP_TYPES[target.type].serves:
+            servers = ", ".join(a.name for a in APP_TYPES.values() if a.serves)
+            problems.append(
+                (
+                    (unit.name, "server"),
+                    f"unit '{unit.name}' names server '{target.name}', a {target.type} unit, which is "
+                    f"not a model server (server types: {servers})",
+                )
+            )
+    wrong = {str(loc[0]) for loc, _ in problems}
+    return problems + server_problems({k: a for k, a in applications.items() if k not in wrong}, nodes)
 
 
 def _check_total_requests(
@@ -398,7 +492,22 @@ def _build_unit(
         "num_requests": common.pop("num_requests", app.default_num_requests),
         "priority": common.pop("priority", app.default_priority),
     }
-    kwargs["model"] = common.pop("model", app.default_model)
+    if "server" in common:
+        if not app.server_client:
+            clients = ", ".join(a.name for a in APP_TYPES.values() if a.server_client)
+            errors.add(
+                (*origin, "server"),
+                f"unit '{unit_name}' ({app.name}) cannot use a model server; the types that can: {clients}",
+            )
+        elif "model" in common:
+            errors.add(
+                (*origin, "model"),
+                f"unit '{unit_name}' names a server, whose model it uses: remove 'model' (or 'server')",
+            )
+        common.pop("model", None)
+        kwargs["model"] = None
+    else:
+        kwargs["model"] = common.pop("model", app.default_model)
     kwargs["slo"] = _parse_slo_field(common.pop("slo", list(app.default_slo)), app, (*origin, "slo"), errors)
     if "memory_limit" in common:
         limit = _memory_limit_mb(common.pop("memory_limit"), (*origin, "memory_limit"), errors)
@@ -417,7 +526,7 @@ def _build_unit(
         common["device"] = common["device"].strip().lower()
     common.pop("type", None)
     kwargs.update(common)
-    if app.needs_model and not kwargs["model"]:
+    if app.needs_model and not kwargs["model"] and not common.get("server"):
         errors.add(origin, f"unit '{unit_name}' ({app.name}) needs 'model'")
     try:
         kwargs["options"] = app.options(**options)

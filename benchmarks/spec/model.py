@@ -313,6 +313,9 @@ class Application(SpecModel):
     type: str
     model: Annotated[str | None, MODEL] = None
     client_model: str | None = None
+    # The unit of the model server this unit's requests go to (``LLMServer``), instead of a model of
+    # its own: the nodes that use it depend on the node that runs the server (``server_edges``).
+    server: str | None = Field(None, max_length=NAME_MAX_CHARS)
     num_requests: int = Field(ge=1, le=10_000_000)
     device: Literal["auto", "gpu", "cpu"] = "auto"
     mps: int | None = Field(None, ge=0, le=100)
@@ -417,6 +420,103 @@ def dependency_cycles(nodes: Mapping[str, Node]) -> list[list[str]]:
         return cycles
 
 
+def server_edges(
+    applications: Mapping[str, Application], nodes: Mapping[str, Node]
+) -> dict[str, tuple[str, ...]]:
+    """Return, for each node whose unit names a ``server``, the nodes that run that server unit.
+
+    A client node depends on its server's node as on a ``depend_on`` of a background node: it starts
+    once the server is up (loaded and answering), and fails with it (docs/workflow-format.md).
+    """
+    runs: dict[str, list[str]] = {}
+    for node in nodes.values():
+        runs.setdefault(node.uses, []).append(node.name)
+    out: dict[str, tuple[str, ...]] = {}
+    for node in nodes.values():
+        unit = applications.get(node.uses)
+        if unit is not None and unit.server is not None and runs.get(unit.server):
+            out[node.name] = tuple(runs[unit.server])
+    return out
+
+
+def server_problems(
+    applications: Mapping[str, Application], nodes: Mapping[str, Node]
+) -> list[tuple[Path_, str]]:
+    """Return the structural problems of model servers as ``(path, sentence)`` pairs.
+
+    Checked: a unit's ``server`` names another unit here; a server unit that clients name is run by
+    exactly one node, a background one (it serves until the foreground ends); no cycle runs through a
+    client and its server. Whether the named unit is a server type is the loader's check (it knows
+    the application types).
+    """
+    problems: list[tuple[Path_, str]] = []
+    runs: dict[str, list[str]] = {}
+    for node in nodes.values():
+        runs.setdefault(node.uses, []).append(node.name)
+    for unit in applications.values():
+        server = unit.server
+        if server is None:
+            continue
+        at: Path_ = (unit.name, "server")
+        if server == unit.name:
+            problems.append((at, f"unit '{unit.name}' names itself as its server"))
+        elif server not in applications:
+            problems.append(
+                (
+                    at,
+                    f"unit '{unit.name}' names server '{server}', which is not a unit here"
+                    + suggest(server, applications),
+                )
+            )
+        elif not runs.get(server):
+            problems.append(
+                (
+                    at,
+                    f"unit '{unit.name}' names server '{server}', but no node runs '{server}' "
+                    "(add one with background: true)",
+                )
+            )
+        elif len(runs[server]) > 1:
+            problems.append(
+                (
+                    at,
+                    f"unit '{unit.name}' names server '{server}', which nodes {', '.join(runs[server])} "
+                    "all run; a server unit needs exactly one node",
+                )
+            )
+    named = {u.server for u in applications.values() if u.server is not None}
+    for node in nodes.values():
+        if node.uses in named and not node.background:
+            problems.append(
+                (
+                    ("workflows", node.name, "background"),
+                    f"node '{node.name}' runs server '{node.uses}', which serves until the foreground "
+                    "ends: it needs background: true",
+                )
+            )
+    edges = server_edges(applications, nodes)
+    if edges:
+        known = {tuple(c) for c in dependency_cycles(nodes)}
+        joined = {
+            n: Node.model_construct(
+                name=n,
+                uses=node.uses,
+                depend_on=(*node.depend_on, *edges.get(n, ())),
+                background=node.background,
+            )
+            for n, node in nodes.items()
+        }
+        for cycle in dependency_cycles(joined):
+            if tuple(cycle) not in known:
+                problems.append(
+                    (
+                        ("workflows", cycle[0]),
+                        "dependency cycle through a model server: " + " -> ".join([*cycle, cycle[0]]),
+                    )
+                )
+    return problems
+
+
 class Workflow(SpecModel):
     """A validated workflow: units, DAG nodes, default scheduler and its parameters, repetitions, seed.
 
@@ -465,6 +565,11 @@ class Workflow(SpecModel):
         problems += [
             f"{format_path(path)}: {message}" for path, message in dag_problems(self.applications, self.nodes)
         ]
+        if not problems:
+            problems += [
+                f"{format_path(path)}: {message}"
+                for path, message in server_problems(self.applications, self.nodes)
+            ]
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -473,13 +578,22 @@ class Workflow(SpecModel):
         """Return the application unit a node uses."""
         return self.applications[self.nodes[node].uses]
 
+    def dependencies(self, node: str) -> tuple[str, ...]:
+        """Return the nodes a node waits for: its ``depend_on``, then the node of its unit's server."""
+        return self._dependencies(server_edges(self.applications, self.nodes), node)
+
+    def _dependencies(self, edges: Mapping[str, tuple[str, ...]], node: str) -> tuple[str, ...]:
+        own = self.nodes[node].depend_on
+        return (*own, *(n for n in edges.get(node, ()) if n not in own))
+
     def topological_order(self) -> list[str]:
-        """Return node names so that every node comes after its dependencies.
+        """Return node names so that every node comes after its dependencies (model servers included).
 
         Stable: among the nodes whose dependencies are met, the one defined first comes first.
         """
         index = {name: i for i, name in enumerate(self.nodes)}
-        sorter = graphlib.TopologicalSorter({n: node.depend_on for n, node in self.nodes.items()})
+        edges = server_edges(self.applications, self.nodes)
+        sorter = graphlib.TopologicalSorter({n: self._dependencies(edges, n) for n in self.nodes})
         sorter.prepare()  # cannot raise CycleError: a Workflow has no cycle
         ready = [index[n] for n in sorter.get_ready()]
         heapq.heapify(ready)

@@ -213,7 +213,6 @@ def run_latency_series(*, run: Run, points: int = CHART_POINTS) -> list[dict[str
 
 def run_gantt(*, run: Run) -> list[dict[str, Any]]:
     """Return one bar per DAG node: start, load end, end (seconds since run start), status, reason."""
-    load = {a.name: a.load_time_s for a in run_applications(run=run)}
     out = []
     for node in run_nodes(run=run):
         if node.started_at is None:
@@ -228,7 +227,8 @@ def run_gantt(*, run: Run) -> list[dict[str, Any]]:
                 "background": node.background,
                 "start": node.started_at,
                 "end": node.finished_at,
-                "load_time_s": load.get(node.name),
+                # The node's own: a model server's node has no application entry to take it from.
+                "load_time_s": node.load_time_s,
                 "reason": node.reason,
             }
         )

@@ -150,17 +150,23 @@ workflows:
 
 def test_a_workflow_in_the_original_format_loads_and_its_missing_files_are_named():
     workflow = load_yaml(LEGACY, name="legacy")
-    assert workflow.unit_of("analysis").model == "/models/Llama-3.2-3B-Instruct-f16.gguf"
+    # server_model + client_model: the unit is the client of a model server of its own (issue 23).
+    analysis = workflow.unit_of("analysis")
+    assert (analysis.server, analysis.model) == ("Analysis (deep_research) server", None)
+    assert analysis.client_model == "openai/meta-llama/Llama-3.2-3B-Instruct"
+    assert workflow.unit_of("Analysis_deep_research_server").model == "/models/Llama-3.2-3B-Instruct-f16.gguf"
+    assert workflow.nodes["Analysis_deep_research_server"].background
     assert workflow.unit_of("captions").options.client_command_file == "/datasets/earnings/chunk_002.wav"
-    problems = preflight(workflow)
+    # Where llama-server is not built, that is one more problem of the server unit.
+    problems = [p for p in preflight(workflow) if "llama-server is not installed" not in p]
     assert len(problems) == 3
     assert problems[0].startswith(
         "unit 'Brainstorm (chatbot)': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
     )
-    assert problems[1].startswith(
-        "unit 'Analysis (deep_research)': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
-    )
     assert (
-        problems[2]
+        problems[1]
         == "field 'client_command_file' of unit 'Generating Captions (live_captions)': no such file"
+    )
+    assert problems[2].startswith(
+        "unit 'Analysis (deep_research) server': model '/models/Llama-3.2-3B-Instruct-f16.gguf'"
     )

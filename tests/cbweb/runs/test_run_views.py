@@ -342,3 +342,34 @@ def test_iec_bytes_writes_powers_of_1024() -> None:
         "3.00 GiB",
         "200 GiB",
     ]
+
+
+SERVED_YAML = """\
+llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 2}
+chat_a: {type: Chatbot, server: llm, num_requests: 2, max_tokens: 8, temperature: 0}
+chat_b: {type: Chatbot, server: llm, num_requests: 2, max_tokens: 8, temperature: 0}
+workflows:
+  serve: {uses: llm, background: true}
+  a: {uses: chat_a}
+  b: {uses: chat_b}
+"""
+
+
+@pytest.mark.llama_server
+def test_the_result_page_of_a_shared_model_server_run_shows_the_server_as_a_node(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    run = make_run(make_workflow(alice, name="served", yaml_text=SERVED_YAML), alice)
+    assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    run = Run.objects.get(pk=run.pk)
+    html = Client().get(f"/runs/{run.pk}/").content.decode()
+    data = chart_data(html)
+    # The server is a bar of the Gantt and a row of the device table, but no application.
+    gantt = {g["node"]: g for g in data["gantt"]}
+    assert sorted(gantt) == ["a", "b", "serve"] and gantt["serve"]["load_time_s"] > 0
+    assert sorted({s["application"] for s in data["latency"]}) == ["a", "b"]
+    assert [a.name for a in run.application_results.order_by("name")] == ["a", "b"]
+    table = html[html.index('id="telemetry-table"') :]
+    assert "<tr><td>serve</td>" in table[: table.index("</table>")]
+    nodes = {n["name"]: n for n in run.result["nodes"]}
+    assert nodes["serve"]["server"]["parallel"] == 2 and nodes["a"].get("server") is None

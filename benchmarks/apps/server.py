@@ -1,0 +1,283 @@
+"""LLMServer: a shared model server with continuous batching (llama.cpp's ``llama-server``).
+
+A unit of this type is no application of its own: its node starts ``llama-server`` on a free loopback
+port with ``parallel`` slots (sequences decoded together in one batch, new requests joining the batch
+as slots free up), waits until it answers ``/health``, and serves the units that name it
+(``server: <unit>``, Chatbot and DeepResearch) through its OpenAI-compatible API until the runner stops
+it. Its node is a background node: the clients start once it has loaded (the DAG's dependency on a
+background node), and it is stopped when the foreground ends. It records its load time (the node's
+``load_time_s``), its port, its process id and its resident memory.
+
+The binary is found as ``CB_LLAMA_SERVER`` (a path), else ``llama-server`` beside the Python that runs
+the engine (``make install`` builds it into the virtual environment), else on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import psutil
+from pydantic import Field, model_validator
+
+from benchmarks.apps.base import AppStopped, AppType, Driver, check_unit
+from benchmarks.apps.runtime import default_threads
+from benchmarks.apps.textgen import local_file
+from benchmarks.files import UNRESTRICTED, FilePolicy
+from benchmarks.models import resolve
+from benchmarks.spec.model import AppOptions
+
+if TYPE_CHECKING:
+    from benchmarks.spec.model import Application
+
+BINARY_ENV = "CB_LLAMA_SERVER"
+BINARY = "llama-server"
+# How long a server may take to load its model and answer /health, and how often it is asked.
+READY_TIMEOUT_S = 300.0
+POLL_S = 0.1
+# Attempts at a free port: another process may take the port between our probe and the server's bind.
+PORT_ATTEMPTS = 5
+BIND_FAILED = "couldn't bind HTTP server socket"  # what llama-server logs when the port is taken
+LOG_TAIL_CHARS = 2000
+# Tokens of context over all slots (n_ctx x parallel): the largest single n_ctx a Chatbot accepts.
+MAX_SERVER_CONTEXT = 131_072
+# prctl(2) option: the signal the server gets when the thread that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+class ServerOptions(AppOptions):
+    parallel: int = Field(1, ge=1, le=64, description="slots: concurrent sequences batched together")
+    n_ctx: int = Field(2048, ge=64, le=131_072, description="context window of each slot")
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
+    )
+
+    @model_validator(mode="after")
+    def _check_context(self) -> ServerOptions:
+        # The server allocates every slot's KV cache at start: bound the whole of it, as n_ctx alone is.
+        if self.n_ctx * self.parallel > MAX_SERVER_CONTEXT:
+            raise ValueError(
+                f"n_ctx x parallel is {self.n_ctx * self.parallel:,} tokens, over the server's limit of "
+                f"{MAX_SERVER_CONTEXT:,}; lower n_ctx or parallel"
+            )
+        return self
+
+
+class ServerError(RuntimeError):
+    """The model server could not start or stopped: the reason and the tail of its log."""
+
+
+def server_binary() -> Path:
+    """Return the ``llama-server`` binary to run; raise ServerError saying how to get one."""
+    named = os.environ.get(BINARY_ENV)
+    if named:
+        path = Path(named)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ServerError(f"{BINARY_ENV}={named} is not an executable file")
+        return path
+    beside = Path(sys.executable).parent / BINARY
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which(BINARY)
+    if found:
+        return Path(found)
+    raise ServerError(
+        f"llama.cpp's {BINARY} is not installed: run `make llama-server` (part of `make install`), "
+        f"or set {BINARY_ENV} to its path"
+    )
+
+
+def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
+    """Return the problems that stop this server here: its model, and the server binary."""
+
+    def binary() -> list[str]:
+        try:
+            server_binary()
+        except ServerError as exc:
+            return [str(exc)]
+        return []
+
+    return check_unit(unit, files, ("gguf",), more=binary)
+
+
+def free_port() -> int:
+    """Return a loopback TCP port that was free a moment ago (the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_starter() -> None:
+    """In the server's process before exec: SIGKILL it when the thread that started it ends, so that
+    a server never outlives its node, even one killed with SIGKILL (as the application processes)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def log_tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
+    """Return the last ``chars`` characters of a server log (empty when there is none)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - chars))
+            return fh.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+class ServerDriver(Driver):
+    """Starts ``llama-server``, waits for it to answer, serves until stopped, then stops it."""
+
+    proc: subprocess.Popen[bytes] | None = None
+    log: IO[bytes] | None = None
+
+    def load(self) -> dict[str, Any]:
+        opts = self.options
+        self.ctx.files.check_unit_model(self.unit)
+        model = resolve(self.unit.model or "", ("gguf",), "LLMServer")
+        path = local_file(model)
+        if path is None:
+            raise ServerError(f"model '{model.requested}' is not a local GGUF file")
+        binary = server_binary()
+        # The log stays out of the result bundle: llama-server writes this machine's paths into it.
+        self.scratch = tempfile.TemporaryDirectory(prefix="cb-llama-server-")
+        self.log_path = Path(self.scratch.name) / "server.log"
+        self.model_folder = str(path.parent)
+        threads = opts.n_threads or default_threads()
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = free_port()
+            command = [
+                str(binary),
+                "--model",
+                str(path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--parallel",
+                str(opts.parallel),
+                # llama-server splits its context between the slots: each gets n_ctx.
+                "--ctx-size",
+                str(opts.n_ctx * opts.parallel),
+                "--cont-batching",
+                "--threads",
+                str(threads),
+                "--n-gpu-layers",
+                "all" if self.ctx.device == "gpu" else "0",
+                "--seed",
+                str(self.ctx.seed),
+                "--no-webui",
+            ]
+            if self._start(command, port):
+                break
+            if BIND_FAILED not in log_tail(self.log_path) or attempt == PORT_ATTEMPTS:
+                raise ServerError(self._died("failed to start"))
+        self.url = f"http://127.0.0.1:{port}"
+        assert self.proc is not None
+        return {
+            **model.record(),
+            "backend": "llama-server",
+            "url": self.url,
+            "port": port,
+            "pid": self.proc.pid,
+            "parallel": opts.parallel,
+            "n_ctx": opts.n_ctx,
+            "threads": threads,
+            "rss_mb": round(psutil.Process(self.proc.pid).memory_info().rss / 2**20, 1),
+        }
+
+    def _start(self, command: list[str], port: int) -> bool:
+        """Start the server and wait until ``/health`` answers 200; False when it exited first."""
+        self._stop()
+        self.log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_starter,
+        )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            if self.ctx.stop_requested():
+                raise AppStopped
+            health = f"http://127.0.0.1:{port}/health"
+            with contextlib.suppress(OSError), urllib.request.urlopen(health, timeout=1) as reply:
+                if reply.status == 200:
+                    return True
+            time.sleep(POLL_S)
+        raise ServerError(self._died(f"did not answer /health within {READY_TIMEOUT_S:g} s"))
+
+    def _died(self, what: str) -> str:
+        code = self.proc.poll() if self.proc is not None else None
+        exited = f" (exit code {code})" if code is not None else ""
+        # Its model's folder is this machine's: the reason names it as a placeholder.
+        tail = log_tail(self.log_path).replace(self.model_folder, "<model folder>")
+        return (
+            f"llama-server {what}{exited}; its log ends:\n{tail}" if tail else f"llama-server {what}{exited}"
+        )
+
+    def planned_records(self) -> int:
+        return 0
+
+    def run(self) -> None:
+        """Serve until the runner asks this node to stop; raise ServerError if the server exits."""
+        assert self.proc is not None
+        while True:
+            if self.proc.poll() is not None:
+                raise ServerError(self._died("stopped while serving"))
+            if self.ctx.stop_requested():
+                raise AppStopped
+            time.sleep(POLL_S)
+
+    def close(self) -> None:
+        """Stop the server and remove its log."""
+        self._stop()
+        scratch = getattr(self, "scratch", None)
+        if scratch is not None:
+            scratch.cleanup()
+
+    def _stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 2 s: within the stop grace); close its log."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+
+APP = AppType(
+    name="LLMServer",
+    aliases=("llm_server", "llmserver"),
+    options=ServerOptions,
+    slo_metrics=(),
+    default_slo=(),
+    default_priority="high",
+    default_num_requests=1,
+    driver="benchmarks.apps.server:ServerDriver",
+    default_model="smollm2-135m",
+    needs_model=True,
+    description="A shared LLM server (llama.cpp's llama-server, continuous batching over parallel slots).",
+    check=check,
+    serves=True,
+)

@@ -1,0 +1,240 @@
+"""LLMServer (benchmarks.apps.server) in real runs: one llama-server with parallel slots serving three
+clients, its life bound to the run (finished, cancelled, killed), and its failures failing its clients."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from benchmarks.apps import server as server_app
+from benchmarks.apps.base import AppContext
+from benchmarks.results import write_bundle
+from benchmarks.runner import PreflightError, run_workflow
+from benchmarks.schedulers.base import OpenGate
+from benchmarks.spec.load import load_yaml
+
+# The YAML of issue 23 with short replies, so that a test takes seconds on a busy 2-core machine.
+SHARED = """\
+llm:
+  type: LLMServer
+  model: smollm2-135m
+  device: cpu
+  parallel: 3
+chat_a: {type: Chatbot, server: llm, num_requests: 4, max_tokens: 12}
+chat_b: {type: Chatbot, server: llm, num_requests: 4, max_tokens: 12}
+research: {type: DeepResearch, server: llm, num_requests: 1, max_steps: 2, max_tokens: 12, answer_tokens: 12}
+workflows:
+  serve: {uses: llm, background: true}
+  a: {uses: chat_a}
+  b: {uses: chat_b}
+  r: {uses: research}
+"""
+
+
+class Watch:
+    """A run sink that keeps the server's process id and calls ``on_request`` at each request's end."""
+
+    def __init__(self, on_request: Any = None) -> None:
+        self.server_pid: int | None = None
+        self.requests = 0
+        self.on_request = on_request
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        if event["kind"] == "load_end" and event["node"] == "serve":
+            self.server_pid = event["loaded"]["pid"]
+        if event["kind"] == "request_end":
+            self.requests += 1
+            if self.on_request is not None:
+                self.on_request(self)
+
+
+def no_children_left() -> bool:
+    """True when no process this test started outlived its run (the resource tracker may)."""
+    return all("resource_tracker" in " ".join(p.cmdline()) for p in psutil.Process().children(recursive=True))
+
+
+def gone(pid: int | None) -> bool:
+    """True when no live process has this id (a zombie counts as gone: it runs nothing)."""
+    if pid is None or not psutil.pid_exists(pid):
+        return True
+    return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# Runs a real llama-server on the packaged model.
+served = pytest.mark.llama_server
+
+
+@served
+def test_three_clients_share_one_server_node_and_the_server_is_gone_after_the_run(tmp_path: Path) -> None:
+    watch = Watch()
+    result = run_workflow(load_yaml(SHARED, name="shared"), sink=watch, out_dir=tmp_path)
+    status = {n.name: (n.status, n.reason) for n in result.nodes}
+    assert status == {
+        "serve": ("stopped", "stopped: foreground finished"),
+        "a": ("succeeded", None),
+        "b": ("succeeded", None),
+        "r": ("succeeded", None),
+    }
+    document = json.loads(write_bundle(result, tmp_path).read_text())
+    servers = [n for n in document["nodes"] if n.get("server")]
+    assert [n["name"] for n in servers] == ["serve"]
+    served = servers[0]["server"]
+    assert served["backend"] == "llama-server" and served["parallel"] == 3 and served["rss_mb"] > 0
+    assert servers[0]["load_time_s"] > 0
+    assert served["pid"] == watch.server_pid and gone(watch.server_pid)
+    assert no_children_left()
+    # The server is a node, not an application: three clients, each timed from its stream.
+    apps = {a["name"]: a for a in document["applications"]}
+    assert list(apps) == ["a", "b", "r"]
+    for name in ("a", "b"):
+        assert apps[name]["metrics"]["ttft"]["count"] == 4 and apps[name]["metrics"]["tpot"]["count"] == 4
+        assert (
+            apps[name]["loaded"]
+            == {
+                "backend": "server",
+                "server": "llm",
+                "client_model": None,
+                "prompts": "prompts.jsonl (shipped)",
+            }
+            or apps[name]["loaded"]["server"] == "llm"
+        )
+        for request in apps[name]["requests"]:
+            timings = request["info"]["server_timings"]
+            # The server's own count of the tokens it decoded is the client's count of what it streamed.
+            assert timings["predicted_n"] == request["info"]["tokens_out"] and timings["prompt_ms"] > 0
+            assert 0 < request["metrics"]["ttft"] <= request["metrics"]["e2e"]
+    assert apps["r"]["requests"][0]["info"]["llm_calls"] == len(
+        apps["r"]["requests"][0]["info"]["server_timings"]
+    )
+    # The server's memory is in the telemetry, under its node's name.
+    assert document["telemetry"]["applications"]["serve"]["rss_peak_bytes"] > 0
+
+
+@served
+def test_a_cancelled_run_leaves_no_server_behind() -> None:
+    watch = Watch()
+    result = run_workflow(load_yaml(SHARED, name="shared"), sink=watch, cancel=lambda: watch.requests >= 1)
+    assert result.status == "cancelled"
+    assert watch.server_pid is not None and gone(watch.server_pid)
+    assert no_children_left()
+
+
+@served
+def test_killing_the_server_mid_run_fails_its_clients_with_its_reason_and_ends_the_run() -> None:
+    def kill_server(watch: Watch) -> None:
+        if watch.requests == 1 and watch.server_pid is not None:
+            os.kill(watch.server_pid, signal.SIGKILL)
+
+    text = SHARED.replace("num_requests: 4, max_tokens: 12", "num_requests: 200, max_tokens: 12")
+    result = run_workflow(load_yaml(text, name="shared"), sink=Watch(kill_server))
+    nodes = {n.name: n for n in result.nodes}
+    assert nodes["serve"].status == "failed"
+    assert nodes["serve"].reason is not None
+    died = "ServerError: llama-server stopped while serving (exit code -9); its log ends:\n"
+    assert nodes["serve"].reason.startswith(died)
+    for name in ("a", "b"):
+        assert nodes[name].status == "failed"
+        assert nodes[name].reason is not None
+        assert nodes[name].reason.startswith(f"model server node 'serve' failed: {died}")
+    assert result.requests_served < result.requests_requested
+    assert no_children_left()
+
+
+@served
+def test_a_server_that_cannot_load_its_model_fails_its_clients_with_its_log_tail(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    result = run_workflow(load_yaml(SHARED.replace("model: smollm2-135m", f"model: {broken}"), name="shared"))
+    nodes = {n.name: n for n in result.nodes}
+    assert nodes["serve"].status == "failed"
+    reason = nodes["serve"].reason or ""
+    assert reason.startswith("ServerError: llama-server failed to start (exit code 1); its log ends:\n")
+    assert reason.endswith("exiting due to model loading error")  # the end of llama-server's own log
+    assert str(tmp_path) not in reason and "<model folder>/broken.gguf" in reason  # no path of this machine
+    for name in ("a", "b", "r"):
+        assert (nodes[name].status, nodes[name].reason) == (
+            "failed",
+            f"model server node 'serve' failed: {reason}",
+        )
+    assert no_children_left()
+
+
+@served
+def test_the_server_dies_within_seconds_when_its_runner_is_killed() -> None:
+    # The runner's death kills the server's node (its parent-death signal), whose death kills
+    # llama-server (its own parent-death signal): no clean-up code runs on the way.
+    script = textwrap.dedent(
+        f"""
+        from benchmarks.runner import run_workflow
+        from benchmarks.spec.load import load_yaml
+
+        run_workflow(load_yaml({SHARED.replace("num_requests: 4", "num_requests: 500")!r}), monitor_hz=None)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    runner = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        servers: list[psutil.Process] = []
+        while not servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            servers = [
+                p for p in psutil.Process(runner.pid).children(recursive=True) if p.name() == "llama-server"
+            ]
+        assert servers, "the runner started no llama-server"
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        _gone, alive = psutil.wait_procs(servers, timeout=5)
+        assert not alive, "llama-server outlived its runner"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(runner.pid, signal.SIGKILL)
+        runner.wait()
+
+
+@served
+def test_a_port_taken_between_probe_and_bind_is_retried_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process takes the port the kernel offered before the server binds it.
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    offers = [busy]
+    real = server_app.free_port
+    monkeypatch.setattr(server_app, "free_port", lambda: offers.pop() if offers else real())
+    unit = load_yaml(SHARED, name="shared").applications["llm"]
+    ctx = AppContext("serve", lambda kind, **f: None, OpenGate(), lambda: False, "cpu", tmp_path, 0)
+    driver = server_app.ServerDriver(unit, ctx)
+    try:
+        loaded = driver.load()
+        assert loaded["port"] != busy
+        log = server_app.log_tail(driver.log_path, 100_000)
+        assert f"{server_app.BIND_FAILED}, hostname: 127.0.0.1, port: {busy}" in log
+    finally:
+        driver.close()
+        taken.close()
+    assert gone(loaded["pid"])
+
+
+def test_a_missing_server_binary_stops_the_run_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CB_LLAMA_SERVER", "/nonexistent/llama-server")
+    with pytest.raises(PreflightError) as info:
+        run_workflow(load_yaml(SHARED, name="shared"))
+    assert info.value.problems == [
+        "unit 'llm': CB_LLAMA_SERVER=/nonexistent/llama-server is not an executable file"
+    ]
