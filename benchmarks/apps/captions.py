@@ -49,7 +49,6 @@ from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.metrics import QualityMeasure, info_mean
-from benchmarks.models import resolve
 from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
 from benchmarks.status import RequestStatus
 
@@ -233,8 +232,7 @@ class CaptionsDriver(Driver):
         share_cpu_politely()
         opts = self.options
         self.clips = clips_of(self.unit, self.ctx.files)
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", model_formats(opts.backend), "LiveCaptions")
+        model = self.ctx.files.resolve_model(self.unit, model_formats(opts.backend), "LiveCaptions")
         self.random_weights = model.random is not None
         settings = DecodeSettings(
             device=self.ctx.device,

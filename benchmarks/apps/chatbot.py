@@ -16,7 +16,6 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
 from benchmarks.apps.textgen import load_generator, model_formats
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, series_rate
-from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, AppOptions
 
 if TYPE_CHECKING:
@@ -87,8 +86,7 @@ class ChatbotDriver(Driver):
         opts = self.options
         prompts = prompts_input(self.unit, PROMPTS)
         self.turns = load_prompts(prompts, self.ctx.files)
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
+        model = self.ctx.files.resolve_model(self.unit, model_formats(opts.backend), "Chatbot")
         self.gen: Generator | None = load_generator(
             model,
             backend=opts.backend,

@@ -26,7 +26,6 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_fiel
 from benchmarks.apps.textgen import Generation, LlamaCppGenerator, PromptTooLong
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, info_share
-from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, AppOptions
 
 if TYPE_CHECKING:
@@ -227,8 +226,7 @@ class ResearchDriver(Driver):
         questions, documents = _inputs(self.unit)
         self.questions = load_questions(questions, self.ctx.files)
         self.library = Library(documents, self.ctx.files)
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", ("gguf",), "DeepResearch")
+        model = self.ctx.files.resolve_model(self.unit, ("gguf",), "DeepResearch")
         gen = load_generator(
             model,
             backend="llama_cpp",
