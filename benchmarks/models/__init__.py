@@ -27,12 +27,13 @@ imported only by the drivers that load them: ``random_image`` (diffusers), ``ran
 """
 
 from benchmarks.models.cache import cache_dir
-from benchmarks.models.catalogue import Format, ModelError, catalogue_names, random_twin
+from benchmarks.models.catalogue import Format, ModelError, catalogue_names, random_twin, random_weights_name
 from benchmarks.models.resolver import (
     Location,
     ModelSearch,
     ResolvedModel,
     check_model,
+    describe,
     hub_cache_dir,
     locate,
     model_dirs,
@@ -48,9 +49,11 @@ __all__ = [
     "cache_dir",
     "catalogue_names",
     "check_model",
+    "describe",
     "hub_cache_dir",
     "locate",
     "model_dirs",
     "random_twin",
+    "random_weights_name",
     "resolve",
 ]

@@ -582,6 +582,17 @@ _TWIN_PATTERNS: tuple[tuple[str, str], ...] = (
     (_SD + r"(?:v?2(?:[-_.]\d)?(?![0-9])|turbo)", "sd2.1"),
     (_SD + r"v?1[-_.]\d", "sd1.5"),
 )
+
+
+def random_weights_name(model: str) -> str:
+    """Return the ``model:`` value ``weights: random`` runs: ``NAME@random`` when the name tells an
+    architecture (``random_twin``), else ``model`` unchanged (it keeps its real weights)."""
+    model = model.strip()
+    if model.endswith("@random") or random_twin(model) is None:
+        return model
+    return f"{model}@random"
+
+
 # Packaged models whose names the patterns above do not tell.
 _PACKAGED_TWINS = {"whisper-tiny.en": "whisper-tiny", "whisper-base": "whisper-base"}
 

@@ -189,6 +189,39 @@ def resolve(
     return resolved
 
 
+def describe(model: str, search: ModelSearch | None = None) -> dict[str, Any]:
+    """Return what ``model`` is on this machine, for ``consumerbench models``: ``found`` (``catalogue``,
+    ``random``, ``path``, ``hub`` or None), ``path`` and ``hub_id`` when found, ``tried`` (the places
+    searched) when not, and ``twin``: the random twin ``--weights random`` runs (None when the name
+    tells no architecture), with its parameters and the memory its weights take on the CPU."""
+    model = model.strip()
+    out: dict[str, Any] = {"model": model, "found": None}
+    if model.endswith("@random"):
+        out["found"] = "random" if random_twin(model) is not None else None
+    elif model in PACKAGED:
+        entry = PACKAGED[model]
+        root = package_dir(entry.module)
+        out.update(found="catalogue" if root is not None else None, package=entry.package)
+        if root is None:
+            out["tried"] = [f"the package {entry.package} (not installed: {entry.install_hint})"]
+    else:
+        path, tried, hub_id = locate(model, search)
+        if path is None:
+            out["tried"] = tried
+        else:
+            out.update(found="hub" if hub_id else "path", path=str(path), hub_id=hub_id)
+    twin = random_twin(model)
+    out["twin"] = None
+    if twin is not None:
+        out["twin"] = {
+            "model": f"{twin.name}@random",
+            "description": twin.description,
+            "params_b": twin.params_b,
+            "cpu_memory_gb": round(twin.memory_bytes("cpu") / 1e9, 1),
+        }
+    return out
+
+
 _FORMAT_WORDS: dict[str, str] = {
     "gguf": "a GGUF file",
     "ctranslate2": "a CTranslate2 model folder (model.bin, config.json)",
