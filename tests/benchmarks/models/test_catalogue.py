@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from benchmarks.models import resolve
 import math
 
 import pytest
 
+from benchmarks.models import resolve
 from benchmarks.models.catalogue import RANDOM, catalogue_names, package_dir, random_twin
 
 

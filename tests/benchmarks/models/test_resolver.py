@@ -127,5 +127,5 @@ def test_a_hub_id_resolves_in_the_hub_cache_to_the_revision_of_refs_main(tmp_pat
     # One file of the repository by its path; a folder of several GGUF files asks for one.
     hub_repo(tmp_path / "hub", "org/chat-GGUF", {"new.gguf": gguf, "q4.gguf": gguf}, revision="2" * 40)
     assert resolve("org/chat-GGUF/q4.gguf", ("gguf",), "Chatbot").path.name == "q4.gguf"
-    with pytest.raises(ModelError, match="name one: org/chat-GGUF/new.gguf, org/chat-GGUF/q4.gguf"):
+    with pytest.raises(ModelError, match=r"name one: org/chat-GGUF/new\.gguf, org/chat-GGUF/q4\.gguf"):
         resolve("org/chat-GGUF", ("gguf",), "Chatbot")
