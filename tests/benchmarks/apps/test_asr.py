@@ -12,9 +12,7 @@ from benchmarks.platform import ctranslate2_cuda_devices
 def test_a_transformers_whisper_runs_on_transformers_wherever_it_runs():
     for device, cuda in (("cpu", 0), ("gpu", 0), ("gpu", 1)):
         choice = choose_backend("auto", "transformers", device, cuda)
-        assert (
-            choice.backend == "transformers" and choice.reason == "auto: the model is a transformers Whisper"
-        )
+        assert choice == BackendChoice("transformers", "auto: the model is a transformers Whisper")
 
 
 def test_a_ctranslate2_model_runs_on_faster_whisper_on_the_cpu_and_on_a_gpu_ctranslate2_can_use():

@@ -180,9 +180,8 @@ def test_transformers_backend_loads_a_whisper_folder_and_prompts_with_committed_
 
 
 def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_reported(make_unit):
-    unit = make_unit(
-        CAPTIONS.replace("whisper-tiny.en", "whisper-tiny@random") + "  backend: faster_whisper\n"
-    )
+    random_tiny = CAPTIONS.replace("whisper-tiny.en", "whisper-tiny@random")
+    unit = make_unit(random_tiny + "  backend: faster_whisper\n")
     problems = check(unit)
     assert any("set backend: transformers" in p for p in problems)
     # backend: auto (the default) picks transformers for it.
