@@ -18,19 +18,16 @@ from benchmarks.monitor.base import SourceUnavailable
 from benchmarks.monitor.sources import SOURCES
 
 # What to do about each missing piece; the CUDA rebuild is the Makefile's own (README "GPU machine").
-FIX_DRIVER = (
-    "no NVIDIA GPU is visible: install the NVIDIA driver (nvidia-smi must list the GPU); runs use the CPU"
-)
+FIX_DRIVER = "install the NVIDIA driver (nvidia-smi must list the GPU); without a GPU, runs use the CPU"
 FIX_NVCC = (
-    "install the CUDA toolkit (nvcc on PATH) or the CUDA runtime, then `make install` builds llama.cpp "
-    "with CUDA (or force it: make install GPU=cuda)"
+    "install the CUDA toolkit (nvcc on PATH): `make install` then builds llama.cpp with CUDA where "
+    "nvidia-smi lists a GPU (force it with make install GPU=cuda)"
 )
-FIX_LLAMA = (
-    "rebuild llama-cpp-python for the GPU: make install GPU=cuda (Apple silicon: make install GPU=metal)"
-)
+FIX_LLAMA = "rebuild llama-cpp-python for the GPU: make install GPU=cuda (Apple silicon: GPU=metal)"
 FIX_CT2 = (
-    "faster-whisper needs CTranslate2's CUDA libraries: .venv/bin/pip install nvidia-cublas-cu12 "
-    "nvidia-cudnn-cu12==9.*; until then captions on the GPU use the transformers backend"
+    "faster-whisper on a GPU needs CTranslate2's CUDA libraries (cuBLAS 12, cuDNN 9): .venv/bin/pip "
+    "install nvidia-cublas-cu12 nvidia-cudnn-cu12==9.*; or name a transformers Whisper (a hub id, a "
+    "folder, NAME@random), which backend: auto runs on transformers"
 )
 FIX_TORCH = "install a CUDA build of torch (PyPI's torch for Linux x86-64 is one; a +cpu build is not)"
 
