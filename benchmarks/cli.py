@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
     submit.add_argument(*SCHEDULER_PARAM_ARGS, **SCHEDULER_PARAM_OPTIONS)
     submit.add_argument("--platform", type=int, help="platform id (default: any live worker)")
+    submit.add_argument(*WEIGHTS_ARGS, **WEIGHTS_OPTIONS)
     submit.add_argument("--wait", action="store_true", help="wait for the run to finish")
     submit.add_argument(
         "--fail-under", type=float, help="with --wait: exit 1 if mean SLO attainment is below"
@@ -588,7 +589,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             # The server found problems in the file: exit as `validate` and `run` do for them.
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_PROBLEMS
-        run = api.create_run(workflow, args.scheduler, args.platform, dict(args.scheduler_param))
+        run = api.create_run(
+            workflow, args.scheduler, args.platform, dict(args.scheduler_param), weights=args.weights
+        )
         print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
         if not args.wait:
             return EXIT_OK

@@ -65,10 +65,14 @@ class Client:
         scheduler: str | None,
         platform: int | None,
         scheduler_params: Mapping[str, Any] | None = None,
+        weights: str | None = None,
     ) -> dict[str, Any]:
         """Queue a run; return ``{id, url, status, ...}``. With ``scheduler_params`` the scheduler is
-        sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks."""
+        sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks;
+        ``weights`` overrides the workflow's ``weights:``."""
         body: dict[str, Any] = {"workflow": workflow}
+        if weights is not None:
+            body["weights"] = weights
         if scheduler_params:
             body["scheduler"] = {**({"name": scheduler} if scheduler else {}), **scheduler_params}
         elif scheduler:

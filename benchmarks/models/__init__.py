@@ -27,7 +27,14 @@ imported only by the drivers that load them: ``random_image`` (diffusers), ``ran
 """
 
 from benchmarks.models.cache import cache_dir
-from benchmarks.models.catalogue import Format, ModelError, catalogue_names, random_twin, random_weights_name
+from benchmarks.models.catalogue import (
+    Format,
+    ModelError,
+    catalogue_names,
+    random_substitution,
+    random_twin,
+    random_weights_name,
+)
 from benchmarks.models.resolver import (
     Location,
     ModelSearch,
@@ -53,6 +60,7 @@ __all__ = [
     "hub_cache_dir",
     "locate",
     "model_dirs",
+    "random_substitution",
     "random_twin",
     "random_weights_name",
     "resolve",

@@ -593,6 +593,15 @@ def random_weights_name(model: str) -> str:
     return f"{model}@random"
 
 
+def random_substitution(model: str) -> tuple[str, str] | None:
+    """Return (the name, ``TWIN@random``) when ``model`` is a random twin standing in for another
+    name (``meta-llama/Llama-3.2-3B-Instruct@random`` -> ``llama-3.2-3b@random``), else None."""
+    model = model.strip()
+    twin = random_twin(model) if model.endswith("@random") else None
+    name = model.removesuffix("@random")
+    return None if twin is None or name == twin.name else (name, f"{twin.name}@random")
+
+
 # Packaged models whose names the patterns above do not tell.
 _PACKAGED_TWINS = {"whisper-tiny.en": "whisper-tiny", "whisper-base": "whisper-base"}
 

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchmarks.spec import export as spec_export
+from benchmarks.spec.model import WEIGHTS
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.fields import SchedulerChoiceField
 from cbweb.api.pagination import StrictLimitOffsetPagination
@@ -311,6 +312,11 @@ class RunListApi(ListApi):
         repeats = serializers.IntegerField(
             required=False, min_value=1, max_value=run_services.MAX_REPEATS, default=1
         )
+        weights = serializers.ChoiceField(
+            choices=WEIGHTS,
+            required=False,
+            help_text="random: the models' random twins (docs/models.md); default: the workflow's 'weights:'",
+        )
 
     @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True), 400: ERROR})
     def get(self, request: Request) -> Response:
@@ -351,6 +357,7 @@ class RunListApi(ListApi):
             scheduler_params=v["scheduler"][1] if "scheduler" in v else None,
             platform=platform,
             repeats=v["repeats"],
+            weights=v.get("weights"),
         )
         out = _run_out(runs[0], request)
         return Response(

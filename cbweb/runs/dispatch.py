@@ -49,6 +49,7 @@ def run_launch(
     scheduler_params: Mapping[str, Any] | None = None,
     platform: Platform | None = None,
     repeats: int = 1,
+    weights: str | None = None,
 ) -> list[Run]:
     """Queue ``repeats`` runs of a workflow version (``services.run_create``) and hand each to its
     executor once the transaction commits; return the runs.
@@ -63,6 +64,7 @@ def run_launch(
         scheduler_params=scheduler_params,
         platform=platform,
         repeats=repeats,
+        weights=weights,
     )
     for run in runs:
         # Enqueue only once the rows are visible to the worker; the request never waits for a run.

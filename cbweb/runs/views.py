@@ -49,6 +49,7 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
                 scheduler_params=form.cleaned_data["scheduler_params"],
                 platform=form.cleaned_data["platform"],
                 repeats=form.cleaned_data["repeats"],
+                weights=form.cleaned_data["weights"] or None,
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
