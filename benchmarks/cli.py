@@ -266,7 +266,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 )
             )
         else:
-            print(text_table(["name", "format", "description"], rows))
+            print(text_table([["name", "format", "description"], *rows], align="<<<"))
         return EXIT_OK
     report: dict[str, Any] = {}
     code = EXIT_OK
