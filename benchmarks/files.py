@@ -143,7 +143,8 @@ class FilePolicy:
         """Return why a value is refused (a phrase that says nothing about the file), or None.
 
         Looks only at the value and the resolved path, so the answer is the same for a file that
-        exists and one that does not.
+        exists and one that does not; a model value is first looked for by ``model_search`` (inside
+        the allowed model folders on a server), so what it finds is what is checked.
         """
         text = value.strip()
         if not text:
@@ -198,7 +199,8 @@ class FilePolicy:
             return ModelSearch.from_env()
         roots = self.model_roots or ()
         hub = _real(hub_cache_dir())
-        return ModelSearch(roots, hub if any(hub == r or hub.is_relative_to(r) for r in roots) else None)
+        inside = any(hub == r or hub.is_relative_to(r) for r in roots)
+        return ModelSearch(roots, hub if inside else None, cwd=False)
 
     def model_location(self, value: str) -> str:
         """Return the path the model search finds for ``value``, or ``value`` itself when it finds none."""

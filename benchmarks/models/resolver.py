@@ -55,10 +55,12 @@ def hub_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 @dataclass(frozen=True)
 class ModelSearch:
     """Where a ``model:`` value that is not a catalogue name is looked for: the working folder (relative
-    paths as given), ``dirs`` in order, then the hub cache (None: not searched)."""
+    paths as given; ``cwd`` False: not searched, as on a server), ``dirs`` in order, then the hub cache
+    (None: not searched)."""
 
     dirs: tuple[Path, ...] = ()
     hub_cache: Path | None = None
+    cwd: bool = True
 
     @classmethod
     def from_env(cls) -> ModelSearch:
@@ -80,9 +82,10 @@ def locate(model: str, search: ModelSearch | None = None) -> Location:
     search = ModelSearch.from_env() if search is None else search
     tried: list[str] = []
     path = Path(model).expanduser()
-    tried.append(str(path) if path.is_absolute() else f"./{model} (working folder {Path.cwd()})")
-    if path.exists():
-        return Location(path, tried)
+    if path.is_absolute() or search.cwd:
+        tried.append(str(path) if path.is_absolute() else f"./{model} (working folder {Path.cwd()})")
+        if path.exists():
+            return Location(path, tried)
     if not path.is_absolute():
         for folder in search.dirs:
             candidate = folder / model
