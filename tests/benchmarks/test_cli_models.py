@@ -116,3 +116,10 @@ def test_a_workflow_naming_models_by_hub_id_runs_offline_from_the_hugging_face_c
     assert records["chat"]["source"] == "hub" and records["chat"]["hub_id"] == "tiny-org/tiny-llama-GGUF"
     assert records["chat"]["file"] == "tiny-llama-f16.gguf"
     assert records["image"]["hub_id"] == "tiny-org/tiny-sd" and records["image"]["format"] == "diffusers"
+
+
+def test_models_without_a_file_lists_the_catalogue_with_each_format(bare_env):
+    out = cli("models", "--json", env=bare_env)
+    listed = {m["name"]: m["format"] for m in json.loads(out.stdout)["catalogue"]}
+    assert listed["smollm2-135m"] == "gguf" and listed["llama-3.1-70b@random"] == "gguf"
+    assert listed["sdxl@random"] == "diffusers" and listed["whisper-medium@random"] == "transformers"
