@@ -204,7 +204,11 @@ class FilePolicy:
 
     def model_location(self, value: str) -> str:
         """Return the path the model search finds for ``value``, or ``value`` itself when it finds none."""
-        found = locate(value.strip(), self.model_search()).path
+        try:
+            found = locate(value.strip(), self.model_search()).path
+        except (OSError, ValueError):
+            # A name the file system cannot even look up (too long, a NUL): checked as written.
+            found = None
         return str(found) if found is not None else value.strip()
 
     # -- reading (run time) ------------------------------------------------------------------------

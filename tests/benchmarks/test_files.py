@@ -393,3 +393,8 @@ def test_a_recognised_name_at_random_reads_no_file_and_passes_any_policy(roots: 
     for value in ("meta-llama/Llama-3.2-3B-Instruct@random", "/etc/Llama-3.2-3B.gguf@random"):
         assert is_model_name(value) and policy.refusal(value, MODEL) is None
     assert policy.refusal("/etc/passwd@random", MODEL) == "path outside the allowed model folders"
+
+
+def test_a_model_name_the_file_system_cannot_look_up_is_refused_not_crashed_on(roots: Any) -> None:
+    policy = roots[2]
+    assert policy.refusal("org/" + "x" * 5000, MODEL) == "path outside the allowed model folders"
