@@ -208,7 +208,10 @@ def describe(model: str, search: ModelSearch | None = None) -> dict[str, Any]:
         if root is None:
             out["tried"] = [f"the package {entry.package} (not installed: {entry.install_hint})"]
     else:
-        path, tried, hub_id = locate(model, search)
+        try:
+            path, tried, hub_id = locate(model, search)
+        except (OSError, ValueError) as exc:
+            path, tried, hub_id = None, [f"nowhere: the name cannot be a path here ({exc})"], None
         if path is None:
             out["tried"] = tried
         else:
