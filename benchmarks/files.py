@@ -34,8 +34,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchmarks.data import DATA_DIR
+from benchmarks.models import Format, ModelSearch, ResolvedModel, hub_cache_dir, locate, model_dirs, resolve
 from benchmarks.models.cache import cache_dir
-from benchmarks.models.catalogue import PACKAGED, RANDOM, package_dir
+from benchmarks.models.catalogue import PACKAGED, package_dir, random_twin
 from benchmarks.spec.model import MODEL, FileField, FileKind
 
 # A folder field (documents, audio) reads at most this many files; a model folder holds at most as
@@ -101,9 +102,10 @@ def where(unit: str, key: str) -> str:
 
 
 def is_model_name(value: str) -> bool:
-    """Return whether a ``model:`` value is a catalogue name or ``NAME@random`` (not a path)."""
+    """Return whether a ``model:`` value is a catalogue name or ``NAME@random`` (not a path: a random
+    twin is built from its name alone, whatever the name, and reads no file)."""
     value = value.strip()
-    return value in PACKAGED or (value.endswith("@random") and value[: -len("@random")] in RANDOM)
+    return value in PACKAGED or (value.endswith("@random") and random_twin(value) is not None)
 
 
 def _real(value: str | Path) -> Path:
@@ -141,7 +143,8 @@ class FilePolicy:
         """Return why a value is refused (a phrase that says nothing about the file), or None.
 
         Looks only at the value and the resolved path, so the answer is the same for a file that
-        exists and one that does not.
+        exists and one that does not; a model value is first looked for by ``model_search`` (inside
+        the allowed model folders on a server), so what it finds is what is checked.
         """
         text = value.strip()
         if not text:
@@ -154,7 +157,9 @@ class FilePolicy:
             return "a URL; give a path on this machine, not a file:// or other URL"
         if field.kind == "model" and is_model_name(text):
             return None
-        real = _real(text)
+        # A model is checked where the search finds it (a folder of the model roots, the hub cache),
+        # never only as written: a relative path or a hub id must not land outside the roots.
+        real = _real(self.model_location(text) if field.kind == "model" else text)
         roots = self._roots(field.kind)
         if roots is not None and not any(real == root or real.is_relative_to(root) for root in roots):
             return f"path outside the allowed {field.kind} folders"
@@ -186,6 +191,25 @@ class FilePolicy:
             for name, unit in workflow.applications.items()
             for loc, message in self.unit_problems(unit)
         ]
+
+    def model_search(self) -> ModelSearch:
+        """Return where a ``model:`` value is looked for under this policy: the environment's search on
+        the CLI; on a server the model roots, and the hub cache only when it lies under one of them."""
+        if not self.is_restricted:
+            return ModelSearch.from_env()
+        roots = self.model_roots or ()
+        hub = _real(hub_cache_dir())
+        inside = any(hub == r or hub.is_relative_to(r) for r in roots)
+        return ModelSearch(roots, hub if inside else None, cwd=False)
+
+    def model_location(self, value: str) -> str:
+        """Return the path the model search finds for ``value``, or ``value`` itself when it finds none."""
+        try:
+            found = locate(value.strip(), self.model_search()).path
+        except (OSError, ValueError):
+            # A name the file system cannot even look up (too long, a NUL): checked as written.
+            found = None
+        return str(found) if found is not None else value.strip()
 
     # -- reading (run time) ------------------------------------------------------------------------
 
@@ -250,12 +274,19 @@ class FilePolicy:
         if unit.model:
             self.model_path(unit.model, where(unit.name, "model"))
 
+    def resolve_model(self, unit: Any, formats: tuple[Format, ...], app: str) -> ResolvedModel:
+        """Return a unit's model resolved through this policy's search, after ``check_unit_model``
+        (FileAccessError; ModelError when it is not found or not of the formats)."""
+        self.check_unit_model(unit)
+        return resolve(unit.model or "", formats, app, self.model_search())
+
     def model_path(self, value: str, where: str) -> None:
         """Check a ``model:`` value that is a path: allowed, and under a restricted policy every entry
         of a model folder resolves inside the model folders and is a regular file or a folder.
 
         Catalogue names and ``NAME@random`` pass. Raises FileAccessError naming ``where``.
         """
+        value = value if is_model_name(value) else self.model_location(value)
         path = self.check(value, MODEL, where)
         if is_model_name(value) or not self.is_restricted or not path.is_dir():
             if path.exists() and not (path.is_dir() or stat.S_ISREG(os.stat(path).st_mode)):
@@ -298,18 +329,13 @@ def default_model_dirs() -> list[Path]:
 
 
 def policy_from_env(environ: Any = None) -> FilePolicy:
-    """Return the restricted policy of ``CB_DATA_DIRS`` / ``CB_MODEL_DIRS`` (comma-separated folders;
-    unset: the defaults above), as ``consumerbench run --restrict-files`` applies it."""
+    """Return the restricted policy of ``CB_DATA_DIRS`` (comma-separated folders) / ``CB_MODEL_DIRS``
+    (the model search path: ``os.pathsep`` or commas; unset: the defaults
+    above), as ``consumerbench run --restrict-files`` applies it."""
     env = os.environ if environ is None else environ
-
-    def dirs(name: str, default: list[Path]) -> list[str | Path]:
-        raw = env.get(name, "")
-        items = [p.strip() for p in raw.split(",") if p.strip()]
-        return list(items) if items else list(default)
-
-    return FilePolicy.restricted(
-        dirs("CB_DATA_DIRS", default_data_dirs()), dirs("CB_MODEL_DIRS", default_model_dirs())
-    )
+    data = [p.strip() for p in env.get("CB_DATA_DIRS", "").split(",") if p.strip()]
+    models = model_dirs(env)
+    return FilePolicy.restricted(data or default_data_dirs(), models or default_model_dirs())
 
 
 # --------------------------------------------------------------------------------------------------

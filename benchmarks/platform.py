@@ -119,3 +119,25 @@ def fingerprint() -> dict[str, Any]:
     hardware["gpus"] = [{k: g[k] for k in ("name", "memory_total_bytes")} for g in info["gpus"]]
     info["id"] = hashlib.sha256(json.dumps(hardware, sort_keys=True).encode()).hexdigest()[:16]
     return info
+
+
+def ctranslate2_cuda_devices() -> int:
+    """Return how many CUDA devices CTranslate2 (faster-whisper's engine) can use here: 0 without
+    CTranslate2, without a GPU, or when its CUDA libraries (cuBLAS 12, cuDNN 9) cannot be loaded."""
+    try:
+        import ctranslate2
+    except ImportError:
+        return 0
+    try:
+        return int(ctranslate2.get_cuda_device_count())
+    except (RuntimeError, OSError):
+        return 0
+
+
+def llama_gpu_offload() -> bool:
+    """Return whether the installed llama-cpp-python was built with a GPU backend (CUDA, Metal...)."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return False
+    return bool(llama_cpp.llama_supports_gpu_offload())

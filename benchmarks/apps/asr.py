@@ -3,7 +3,9 @@
 Both turn one audio window into words with times in the clip, so the streaming policy in
 ``benchmarks.apps.captions`` (chunking, local agreement, latency per chunk) is the same for both:
 
-- ``faster_whisper`` (default): CTranslate2 folders (the packaged ``whisper-tiny.en``/``whisper-base``),
+- ``auto`` (default) picks one of the two below (``choose_backend``): the model's format decides, and a
+  CTranslate2 model on a GPU needs CTranslate2's CUDA libraries; the choice is recorded in the result;
+- ``faster_whisper``: CTranslate2 folders (the packaged ``whisper-tiny.en``/``whisper-base``),
   with Whisper's own word timestamps;
 - ``transformers``: ``WhisperForConditionalGeneration`` from a transformers folder, a hub id or
   ``NAME@random`` (``whisper-tiny@random``, ``whisper-large-v3-turbo@random``). It decodes without
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 SAMPLE_RATE = 16_000
-BACKENDS = ("faster_whisper", "transformers")
+BACKENDS = ("auto", "faster_whisper", "transformers")
 TORCH_DTYPES = ("float32", "float16", "bfloat16")
 # Decoded tokens per window when random weights are loaded and no max_new_tokens is given: random
 # weights never end a transcript, and the issue's reference measurement used 24 per 2 s chunk.
@@ -54,7 +56,38 @@ class Hypothesis:
 
 def model_formats(backend: str) -> tuple[Any, ...]:
     """Return the model formats a captions backend loads (for ``benchmarks.models.resolve``)."""
+    if backend == "auto":
+        return ("ctranslate2", "transformers")
     return ("ctranslate2",) if backend == "faster_whisper" else ("transformers",)
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The captions backend a unit runs and why (recorded in the result as ``backend_choice``)."""
+
+    backend: str
+    reason: str
+
+
+def choose_backend(requested: str, model_format: str, device: str, ct2_cuda_devices: int) -> BackendChoice:
+    """Return the backend for ``backend: auto`` (or the one asked for): transformers for a transformers
+    Whisper (a folder, a hub repository, ``NAME@random``); faster-whisper for a CTranslate2 model on the
+    CPU, or on a GPU when CTranslate2 sees a CUDA device (``ct2_cuda_devices``, from
+    ``benchmarks.platform.ctranslate2_cuda_devices``). Raises ValueError for a CTranslate2 model on a
+    GPU that CTranslate2 cannot use, naming the fix."""
+    if requested != "auto":
+        return BackendChoice(requested, "backend set in the workflow")
+    if model_format == "transformers":
+        return BackendChoice("transformers", "auto: the model is a transformers Whisper")
+    if device == "cpu":
+        return BackendChoice("faster_whisper", "auto: a CTranslate2 model on the CPU")
+    if ct2_cuda_devices > 0:
+        return BackendChoice("faster_whisper", f"auto: CTranslate2 sees {ct2_cuda_devices} CUDA device(s)")
+    raise ValueError(
+        "device: gpu with a CTranslate2 model, but CTranslate2 sees no CUDA device (its cuBLAS 12 and "
+        "cuDNN 9 libraries are missing; `consumerbench doctor` says what to install); or name a "
+        "transformers Whisper (a hub id, a folder, NAME@random) to run on the transformers backend"
+    )
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def check_unit(
             files.check_unit_model(unit)
         except FileAccessError as exc:
             return [str(exc)]
-        problems = check_model(unit.model, formats, unit.type, unit.device)
+        problems = check_model(unit.model, formats, unit.type, unit.device, files.model_search())
     problems += more()
     for read in inputs:
         try:

@@ -32,6 +32,7 @@ from benchmarks.apps.asr import (
     DecodeSettings,
     Hypothesis,
     Word,
+    choose_backend,
     load_backend,
     model_formats,
 )
@@ -49,7 +50,8 @@ from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
 from benchmarks.metrics import QualityMeasure, info_mean
-from benchmarks.models import resolve
+from benchmarks.models import ModelError
+from benchmarks.platform import ctranslate2_cuda_devices
 from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
 from benchmarks.status import RequestStatus
 
@@ -62,9 +64,10 @@ AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3")
 
 
 class CaptionsOptions(AppOptions):
-    backend: Literal["faster_whisper", "transformers"] = Field(
-        "faster_whisper",
-        description="faster_whisper (CTranslate2 folder) or transformers (folder, hub id or NAME@random)",
+    backend: Literal["auto", "faster_whisper", "transformers"] = Field(
+        "auto",
+        description="auto (by the model and the GPU: docs/models.md), faster_whisper (CTranslate2 folder) "
+        "or transformers (folder, hub id or NAME@random)",
     )
     audio: Annotated[str | list[str] | None, AUDIO_FILE_OR_FOLDER] = Field(
         None, description="audio file(s) or a folder of them (WAV/FLAC); default: the shipped clips"
@@ -165,6 +168,14 @@ def _stream_problems(unit: Application, files: FilePolicy) -> list[str]:
     problems: list[str] = []
     if opts.backend == "faster_whisper" and (unit.model or "").endswith("@random"):
         problems.append("random Whisper models run on the transformers backend: set backend: transformers")
+    if opts.backend == "auto" and unit.device != "cpu":
+        try:
+            model = files.resolve_model(unit, model_formats("auto"), "LiveCaptions")
+            choose_backend("auto", model.format, unit.device, ctranslate2_cuda_devices())
+        except ModelError:
+            pass  # reported by the model check
+        except ValueError as exc:
+            problems.append(str(exc))
     if opts.backend == "transformers" and opts.compute_type not in (None, *TORCH_DTYPES):
         problems.append(
             f"compute_type '{opts.compute_type}' is a CTranslate2 type; backend: transformers takes "
@@ -233,9 +244,10 @@ class CaptionsDriver(Driver):
         share_cpu_politely()
         opts = self.options
         self.clips = clips_of(self.unit, self.ctx.files)
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", model_formats(opts.backend), "LiveCaptions")
+        model = self.ctx.files.resolve_model(self.unit, model_formats(opts.backend), "LiveCaptions")
         self.random_weights = model.random is not None
+        cuda = ctranslate2_cuda_devices() if opts.backend == "auto" and self.ctx.device != "cpu" else 0
+        choice = choose_backend(opts.backend, model.format, self.ctx.device, cuda)
         settings = DecodeSettings(
             device=self.ctx.device,
             compute_type=opts.compute_type,
@@ -245,11 +257,12 @@ class CaptionsDriver(Driver):
             max_new_tokens=opts.max_new_tokens,
             seed=self.ctx.seed,
         )
-        self.backend: Backend | None = load_backend(model, opts.backend, settings)
+        self.backend: Backend | None = load_backend(model, choice.backend, settings)
         self.audio = {clip.path: self._decode(clip.path) for clip in self.clips}
         return {
             **model.record(),
             **self.backend.describe(),
+            "backend_choice": choice.reason,
             "audio": [c.path.name for c in self.clips],
             "prime_s": self._prime(),
         }

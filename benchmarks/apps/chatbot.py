@@ -18,7 +18,6 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
 from benchmarks.apps.textgen import load_generator, model_formats, server_generator
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, series_rate
-from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, AppOptions
 
 if TYPE_CHECKING:
@@ -94,8 +93,7 @@ class ChatbotDriver(Driver):
         if self.unit.server is not None:
             self.gen = server_generator(self.unit.server, self.ctx.server_url, self.unit.client_model)
             return {**self.gen.describe(), "prompts": prompts.name}
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", model_formats(opts.backend), "Chatbot")
+        model = self.ctx.files.resolve_model(self.unit, model_formats(opts.backend), "Chatbot")
         self.gen = load_generator(
             model,
             backend=opts.backend,

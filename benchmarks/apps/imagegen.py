@@ -22,7 +22,7 @@ from benchmarks.apps.runtime import setup_torch, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.metrics import QualityMeasure, metric_count, series_rate
-from benchmarks.models import ResolvedModel, resolve
+from benchmarks.models import ResolvedModel
 from benchmarks.models.random_image import build_random_pipeline
 from benchmarks.spec.model import DATA_FILE, AppOptions
 
@@ -89,10 +89,9 @@ class ImageGenDriver(Driver):
         self.device, threads = setup_torch(torch, self.ctx.device, opts.n_threads)
         prompts = prompts_input(self.unit, PROMPTS)
         self.prompts = load_prompts(prompts, self.ctx.files)
-        self.ctx.files.check_unit_model(self.unit)
         name = opts.dtype if opts.dtype != "auto" else ("float16" if self.device == "cuda" else "float32")
         dtype = getattr(torch, name)
-        model: ResolvedModel = resolve(self.unit.model or "", FORMATS, "ImageGen")
+        model: ResolvedModel = self.ctx.files.resolve_model(self.unit, FORMATS, "ImageGen")
         if model.random is not None:
             self.pipe: Any = build_random_pipeline(model.random, self.ctx.seed, dtype, self.device)
         else:

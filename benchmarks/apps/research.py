@@ -32,7 +32,6 @@ from benchmarks.apps.textgen import (
 )
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, info_share
-from benchmarks.models import resolve
 from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, AppOptions
 
 if TYPE_CHECKING:
@@ -243,8 +242,7 @@ class ResearchDriver(Driver):
         if self.unit.server is not None:
             self.gen = server_generator(self.unit.server, self.ctx.server_url, self.unit.client_model)
             return {**self.gen.describe(), **described}
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", ("gguf",), "DeepResearch")
+        model = self.ctx.files.resolve_model(self.unit, ("gguf",), "DeepResearch")
         gen = load_generator(
             model,
             backend="llama_cpp",

@@ -213,7 +213,7 @@ class TransformersGenerator:
         self.device, self.threads = setup_torch(torch, device, n_threads)
         kwargs: dict[str, Any] = {}
         path = local_file(model)
-        if model.hub_id is not None:
+        if path is None and model.hub_id is not None:
             where = model.hub_id
         elif path is not None and path.is_file():
             # A GGUF file: transformers dequantises it into a regular model.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,12 @@ from benchmarks.models.cache import HASH_CHUNK, atomic_write, cache_dir
 
 Format = Literal["gguf", "ctranslate2", "diffusers", "transformers"]
 Source = Literal["catalogue", "path", "random", "hub"]
-Family = Literal["sd", "sd3", "whisper", "llama"]
+Family = Literal["sd", "sdxl", "sd3", "whisper", "llama"]
 
 # What each random family is built as: a diffusers pipeline, a transformers Whisper, a GGUF file.
 _FAMILY_FORMAT: dict[str, Format] = {
     "sd": "diffusers",
+    "sdxl": "diffusers",
     "sd3": "diffusers",
     "whisper": "transformers",
     "llama": "gguf",
@@ -62,12 +64,20 @@ class RandomModel:
     family: Family
     config: dict[str, Any]
     description: str
-    gpu_only: bool = False
+    # Parameters in billions (the published count; the tests check it against the built shapes), for
+    # the memory a CPU run needs (``memory_bytes``).
+    params_b: float = 0.0
 
     @property
     def format(self) -> Format:
         """The model format the architecture is built as (what an application must load)."""
         return _FAMILY_FORMAT[self.family]
+
+    def memory_bytes(self, device: str) -> int:
+        """Return the memory the weights take when loaded on ``device`` (``cpu`` or a GPU): f16 GGUF
+        for Llama; float32 for torch models on the CPU (their ``dtype: auto``), float16 on a GPU."""
+        per_param = 2 if self.family == "llama" or device != "cpu" else 4
+        return round(self.params_b * 1e9 * per_param)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -318,45 +328,297 @@ _LLAMA_31_8B = {
     "tied_embeddings": False,
 }
 
+# Full-size shapes of the families --weights random recognises (docs/models.md). The CLIP encoders:
+# L/14 (SD 1.x, SDXL's first, SD 3's first), OpenCLIP H/14 (SD 2.x), bigG/14 (SDXL's second, SD 3's).
+_CLIP_L = {
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "projection_dim": 768,
+    "hidden_act": "quick_gelu",
+}
+_CLIP_H = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 23,
+    "num_attention_heads": 16,
+    "projection_dim": 512,
+    "hidden_act": "gelu",
+}
+_CLIP_BIGG = _SD35_MEDIUM["text_encoder_2"]
+_SD_VAE = {
+    "block_out_channels": [128, 256, 512, 512],
+    "latent_channels": 4,
+    "norm_num_groups": 32,
+    "layers_per_block": 2,
+}
+_SD15 = {
+    "unet": {
+        "sample_size": 64,
+        "block_out_channels": [320, 640, 1280, 1280],
+        "layers_per_block": 2,
+        "cross_attention_dim": 768,
+        "attention_head_dim": 8,
+        "down_block_types": ["CrossAttnDownBlock2D"] * 3 + ["DownBlock2D"],
+        "up_block_types": ["UpBlock2D"] + ["CrossAttnUpBlock2D"] * 3,
+        "norm_num_groups": 32,
+    },
+    "vae": _SD_VAE,
+    "text_encoder": _CLIP_L,
+}
+_SD21 = {
+    "unet": {
+        **_SD15["unet"],
+        "sample_size": 96,
+        "cross_attention_dim": 1024,
+        "attention_head_dim": [5, 10, 20, 20],
+        "use_linear_projection": True,
+    },
+    "vae": _SD_VAE,
+    "text_encoder": _CLIP_H,
+    "scheduler": {"prediction_type": "v_prediction"},
+}
+_SDXL = {
+    "unet": {
+        "sample_size": 128,
+        "block_out_channels": [320, 640, 1280],
+        "layers_per_block": 2,
+        "cross_attention_dim": 2048,
+        "attention_head_dim": [5, 10, 20],
+        "transformer_layers_per_block": [1, 2, 10],
+        "down_block_types": ["DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"],
+        "up_block_types": ["CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"],
+        "use_linear_projection": True,
+        "addition_embed_type": "text_time",
+        "addition_time_embed_dim": 256,
+        "projection_class_embeddings_input_dim": 2816,
+        "norm_num_groups": 32,
+    },
+    "vae": {**_SD_VAE, "scaling_factor": 0.13025},
+    "text_encoder": _CLIP_L,
+    "text_encoder_2": _CLIP_BIGG,
+}
+_SD3_MEDIUM = {
+    **_SD35_MEDIUM,
+    "transformer": {
+        **{
+            k: v
+            for k, v in _SD35_MEDIUM["transformer"].items()
+            if k not in ("qk_norm", "dual_attention_layers")
+        },
+        "pos_embed_max_size": 192,
+    },
+}
+_SD35_LARGE = {
+    **_SD35_MEDIUM,
+    "transformer": {
+        **_SD3_MEDIUM["transformer"],
+        "num_layers": 38,
+        "num_attention_heads": 38,
+        "caption_projection_dim": 2432,
+        "qk_norm": "rms_norm",
+    },
+}
+
+
+def _whisper(
+    d_model: int, layers: int, decoder_layers: int, heads: int, mels: int = 80, vocab: int = 51865
+) -> dict[str, Any]:
+    return {
+        **_WHISPER_TINY,
+        "vocab_size": vocab,
+        "num_mel_bins": mels,
+        "d_model": d_model,
+        "encoder_layers": layers,
+        "decoder_layers": decoder_layers,
+        "encoder_attention_heads": heads,
+        "decoder_attention_heads": heads,
+        "encoder_ffn_dim": 4 * d_model,
+        "decoder_ffn_dim": 4 * d_model,
+    }
+
+
+_LLAMA_32_1B = {**_LLAMA_32_3B, "embedding_length": 2048, "block_count": 16, "head_count": 32}
+_LLAMA_31_70B = {
+    **_LLAMA_31_8B,
+    "embedding_length": 8192,
+    "block_count": 80,
+    "feed_forward_length": 28672,
+    "head_count": 64,
+}
+
 RANDOM: dict[str, RandomModel] = {
     m.name: m
     for m in (
-        RandomModel("sd-tiny", "sd", _SD_TINY, "a tiny Stable Diffusion 1.x (U-Net) for CPU tests and demos"),
         RandomModel(
-            "sd3-tiny", "sd3", _SD3_TINY, "a tiny Stable Diffusion 3 (MMDiT) for CPU tests and demos"
+            "sd-tiny", "sd", _SD_TINY, "a tiny Stable Diffusion 1.x (U-Net) for CPU tests and demos", 0.004
+        ),
+        RandomModel(
+            "sd3-tiny", "sd3", _SD3_TINY, "a tiny Stable Diffusion 3 (MMDiT) for CPU tests and demos", 0.004
+        ),
+        RandomModel(
+            "sd1.5", "sd", _SD15, "Stable Diffusion 1.x shapes (U-Net 0.86 B, CLIP L), random weights", 1.07
+        ),
+        RandomModel(
+            "sd2.1",
+            "sd",
+            _SD21,
+            "Stable Diffusion 2.x shapes (U-Net 0.87 B, OpenCLIP H), random weights",
+            1.30,
+        ),
+        RandomModel(
+            "sdxl",
+            "sdxl",
+            _SDXL,
+            "Stable Diffusion XL base shapes (U-Net 2.6 B, CLIP L + bigG), random weights",
+            3.47,
+        ),
+        RandomModel(
+            "sd3-medium",
+            "sd3",
+            _SD3_MEDIUM,
+            "Stable Diffusion 3 medium shapes (MMDiT 2 B, both CLIP encoders, no T5), random weights",
+            2.92,
         ),
         RandomModel(
             "sd3.5-medium",
             "sd3",
             _SD35_MEDIUM,
-            "Stable Diffusion 3.5 medium shapes, random weights",
-            gpu_only=True,
+            "Stable Diffusion 3.5 medium shapes (MMDiT-X 2.5 B, both CLIP encoders, no T5), random weights",
+            3.15,
         ),
-        RandomModel("whisper-tiny", "whisper", _WHISPER_TINY, "Whisper tiny.en shapes, random weights"),
+        RandomModel(
+            "sd3.5-large",
+            "sd3",
+            _SD35_LARGE,
+            "Stable Diffusion 3.5 large shapes (MMDiT 8.1 B, both CLIP encoders, no T5), random weights",
+            8.97,
+        ),
+        RandomModel(
+            "whisper-tiny", "whisper", _WHISPER_TINY, "Whisper tiny.en shapes, random weights", 0.038
+        ),
+        RandomModel(
+            "whisper-base", "whisper", _whisper(512, 6, 6, 8), "Whisper base shapes, random weights", 0.073
+        ),
+        RandomModel(
+            "whisper-small",
+            "whisper",
+            _whisper(768, 12, 12, 12),
+            "Whisper small shapes, random weights",
+            0.242,
+        ),
+        RandomModel(
+            "whisper-medium",
+            "whisper",
+            _whisper(1024, 24, 24, 16),
+            "Whisper medium shapes, random weights",
+            0.764,
+        ),
+        RandomModel(
+            "whisper-large-v3",
+            "whisper",
+            _whisper(1280, 32, 32, 20, mels=128, vocab=51866),
+            "Whisper large-v3 shapes, random weights",
+            1.54,
+        ),
         RandomModel(
             "whisper-large-v3-turbo",
             "whisper",
             _WHISPER_LARGE_V3_TURBO,
             "Whisper large-v3-turbo shapes (32 encoder, 4 decoder layers), random weights",
-            gpu_only=True,
+            0.809,
         ),
-        RandomModel("llama-tiny", "llama", _LLAMA_TINY, "a tiny Llama GGUF (f16) for CPU tests"),
+        RandomModel("llama-tiny", "llama", _LLAMA_TINY, "a tiny Llama GGUF (f16) for CPU tests", 0.001),
+        RandomModel(
+            "llama-3.2-1b",
+            "llama",
+            _LLAMA_32_1B,
+            "Llama 3.2 1B shapes, f16 GGUF (2.5 GB, written once into the cache), random weights",
+            1.24,
+        ),
         RandomModel(
             "llama-3.2-3b",
             "llama",
             _LLAMA_32_3B,
             "Llama 3.2 3B shapes, f16 GGUF (6.4 GB, written once into the cache), random weights",
-            gpu_only=True,
+            3.21,
         ),
         RandomModel(
             "llama-3.1-8b",
             "llama",
             _LLAMA_31_8B,
             "Llama 3.1 8B shapes, f16 GGUF (16 GB, written once into the cache), random weights",
-            gpu_only=True,
+            8.03,
+        ),
+        RandomModel(
+            "llama-3.1-70b",
+            "llama",
+            _LLAMA_31_70B,
+            "Llama 3.1/3.3 70B shapes, f16 GGUF (141 GB, written once into the cache), random weights",
+            70.55,
         ),
     )
 }
+
+# How a model's name (a catalogue name, a hub id, a file or folder name) tells its architecture, for
+# ``--weights random``: tried in order on each component of the name, the last component first.
+_SD = r"(?:stable[-_ ]?diffusion|sd)[-_ ]?"
+_TWIN_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"whisper[-_.]?(?:large[-_.]?v3[-_.]?turbo|turbo)", "whisper-large-v3-turbo"),
+    (r"whisper[-_.]?large", "whisper-large-v3"),
+    (r"whisper[-_.]?medium", "whisper-medium"),
+    (r"whisper[-_.]?small", "whisper-small"),
+    (r"whisper[-_.]?base", "whisper-base"),
+    (r"whisper[-_.]?tiny", "whisper-tiny"),
+    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?1b(?![a-z0-9])", "llama-3.2-1b"),
+    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?3b(?![a-z0-9])", "llama-3.2-3b"),
+    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?8b(?![a-z0-9])", "llama-3.1-8b"),
+    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?70b(?![a-z0-9])", "llama-3.1-70b"),
+    (_SD + r"3\.5[-_ ]?large", "sd3.5-large"),
+    (_SD + r"3\.5[-_ ]?medium", "sd3.5-medium"),
+    (_SD + r"3[-_ ]?medium", "sd3-medium"),
+    (r"(?:stable[-_ ]?diffusion[-_ ]?xl|sd[-_ ]?xl)", "sdxl"),
+    (_SD + r"(?:v?2(?:[-_.]\d)?(?![0-9])|turbo)", "sd2.1"),
+    (_SD + r"v?1[-_.]\d", "sd1.5"),
+)
+
+
+def random_weights_name(model: str) -> str:
+    """Return the ``model:`` value ``weights: random`` runs: ``NAME@random`` when the name tells an
+    architecture (``random_twin``), else ``model`` unchanged (it keeps its real weights)."""
+    model = model.strip()
+    if model.endswith("@random") or random_twin(model) is None:
+        return model
+    return f"{model}@random"
+
+
+def random_substitution(model: str) -> tuple[str, str] | None:
+    """Return (the name, ``TWIN@random``) when ``model`` is a random twin standing in for another
+    name (``meta-llama/Llama-3.2-3B-Instruct@random`` -> ``llama-3.2-3b@random``), else None."""
+    model = model.strip()
+    twin = random_twin(model) if model.endswith("@random") else None
+    name = model.removesuffix("@random")
+    return None if twin is None or name == twin.name else (name, f"{twin.name}@random")
+
+
+# Packaged models whose names the patterns above do not tell.
+_PACKAGED_TWINS = {"whisper-tiny.en": "whisper-tiny", "whisper-base": "whisper-base"}
+
+
+def random_twin(name: str) -> RandomModel | None:
+    """Return the random architecture with the shapes of the model ``name`` names (a catalogue name,
+    ``NAME@random``, a hub id, a file or folder path), or None when the name does not tell it."""
+    name = name.strip().removesuffix("@random")
+    if name in RANDOM:
+        return RANDOM[name]
+    if name in _PACKAGED_TWINS:
+        return RANDOM[_PACKAGED_TWINS[name]]
+    for part in reversed([p for p in name.lower().replace("\\", "/").split("/") if p]):
+        for pattern, twin in _TWIN_PATTERNS:
+            if re.search(pattern, part):
+                return RANDOM[twin]
+    return None
 
 
 def package_dir(module: str) -> Path | None:

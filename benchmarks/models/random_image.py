@@ -1,4 +1,5 @@
-"""``NAME@random`` image models: diffusers pipelines (SD 1.x U-Net, SD 3 MMDiT) with random weights.
+"""``NAME@random`` image models: diffusers pipelines (SD 1.x/2.x and SDXL U-Nets, SD 3 MMDiT), random
+weights.
 
 The CLIP tokenizer is built from the BPE vocabulary open-clip-torch ships, so no hub download is needed.
 """
@@ -103,10 +104,9 @@ def _build_random(model: RandomModel) -> Any:
         from diffusers import DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
 
         unet = UNet2DConditionModel(
-            sample_size=8,
+            **{"sample_size": 8, **cfg["unet"]},
             in_channels=vae.config.latent_channels,
             out_channels=vae.config.latent_channels,
-            **cfg["unet"],
         )
         return StableDiffusionPipeline(
             vae=vae,
@@ -121,11 +121,36 @@ def _build_random(model: RandomModel) -> Any:
                 clip_sample=False,
                 set_alpha_to_one=False,
                 steps_offset=1,
+                **cfg.get("scheduler", {}),
             ),
             safety_checker=None,
             feature_extractor=None,
             image_encoder=None,
             requires_safety_checker=False,
+        )
+    if model.family == "sdxl":
+        from diffusers import DDIMScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
+
+        return StableDiffusionXLPipeline(
+            vae=vae,
+            text_encoder=clip(cfg["text_encoder"], False),
+            text_encoder_2=clip(cfg["text_encoder_2"], True),
+            tokenizer=tokenizer,
+            tokenizer_2=tokenizer,
+            unet=UNet2DConditionModel(
+                **cfg["unet"],
+                in_channels=vae.config.latent_channels,
+                out_channels=vae.config.latent_channels,
+            ),
+            # SDXL base's noise schedule (DDIM: Euler's sigmas cannot be built on the ``meta`` device).
+            scheduler=DDIMScheduler(
+                beta_schedule="scaled_linear",
+                beta_start=0.00085,
+                beta_end=0.012,
+                clip_sample=False,
+                set_alpha_to_one=False,
+                steps_offset=1,
+            ),
         )
     from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
 

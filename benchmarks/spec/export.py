@@ -50,6 +50,9 @@ def to_dict(workflow: Workflow) -> dict[str, Any]:
     out["repeat"] = workflow.repeat
     out["seed"] = workflow.seed
     out["start_together"] = workflow.start_together
+    if workflow.weights != "real":
+        # Only when set, so that older readers load the export as before (the models say @random too).
+        out["weights"] = workflow.weights
     for name, app in workflow.applications.items():
         out[name] = unit_to_dict(app)
     nodes: dict[str, Any] = {}

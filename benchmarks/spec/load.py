@@ -32,12 +32,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchmarks.apps import APP_TYPES, AppType, resolve_type
+from benchmarks.models import random_weights_name
 from benchmarks.schedulers import SCHEDULERS, param_problems
 from benchmarks.spec.dialects import Relocated, is_task_list, task_list_to_native
 from benchmarks.spec.model import (
     DEFAULT_LIMITS,
     NAME_RE,
     SLO,
+    WEIGHTS,
     Application,
     Arrival,
     Limits,
@@ -59,7 +61,16 @@ from benchmarks.spec.yaml_text import Collector, kind_of, over_limit, read_yaml_
 UnitCheck = Callable[[Application], Iterable[tuple[Path_, str]]]
 
 LLM_SERVER = "LLMServer"  # the type a legacy server_model + client_model unit gets its server of
-RESERVED_KEYS = ("name", "description", "scheduler", "repeat", "seed", "start_together", "workflows")
+RESERVED_KEYS = (
+    "name",
+    "description",
+    "scheduler",
+    "repeat",
+    "seed",
+    "start_together",
+    "weights",
+    "workflows",
+)
 COMMON_UNIT_KEYS = (
     "type",
     "model",
@@ -95,8 +106,12 @@ def load_file(
     name: str | None = None,
     limits: Limits | None = None,
     unit_checks: Sequence[UnitCheck] = (),
+    weights: str | None = None,
 ) -> Workflow:
-    """Load a workflow file in any dialect; the workflow is named after the file unless it says."""
+    """Load a workflow file in any dialect; the workflow is named after the file unless it says.
+
+    ``weights`` (``real`` or ``random``), when given, overrides the workflow's ``weights:`` (the CLI's
+    ``--weights``)."""
     path = Path(path)
     max_bytes = (limits or DEFAULT_LIMITS).max_bytes
     try:
@@ -115,7 +130,14 @@ def load_file(
         raise WorkflowValidationError(
             [SpecError((), None, f"cannot read the file: {exc.strerror}")], str(path)
         ) from None
-    return load_yaml(text, name=name or path.stem, source=str(path), limits=limits, unit_checks=unit_checks)
+    return load_yaml(
+        text,
+        name=name or path.stem,
+        source=str(path),
+        limits=limits,
+        unit_checks=unit_checks,
+        weights=weights,
+    )
 
 
 def load_yaml(
@@ -124,12 +146,14 @@ def load_yaml(
     source: str | None = None,
     limits: Limits | None = None,
     unit_checks: Sequence[UnitCheck] = (),
+    weights: str | None = None,
 ) -> Workflow:
-    """Load a workflow from YAML text in any dialect. Raises WorkflowValidationError."""
+    """Load a workflow from YAML text in any dialect (``weights`` as for ``load_file``). Raises
+    WorkflowValidationError."""
     document = read_yaml_document(text, source, limits)
     errors = Collector(document.lines)
     errors.errors.extend(document.problems)
-    return _load(document.value, name, errors, source, limits or DEFAULT_LIMITS, unit_checks)
+    return _load(document.value, name, errors, source, limits or DEFAULT_LIMITS, unit_checks, weights)
 
 
 def from_dict(
@@ -139,14 +163,16 @@ def from_dict(
     source: str | None = None,
     limits: Limits | None = None,
     unit_checks: Sequence[UnitCheck] = (),
+    weights: str | None = None,
 ) -> Workflow:
     """Normalise a native or task-list mapping into a ``Workflow``. Raises WorkflowValidationError.
 
     ``name`` names the workflow when the input itself has no ``name:``. ``limits`` (default:
     ``DEFAULT_LIMITS``) bounds nesting, values, units, nodes and requests per run. ``unit_checks``
-    are the caller's checks of each unit, reported with every other problem.
+    are the caller's checks of each unit, reported with every other problem. ``weights`` overrides
+    the workflow's ``weights:`` when given.
     """
-    return _load(data, name, Collector(lines), source, limits or DEFAULT_LIMITS, unit_checks)
+    return _load(data, name, Collector(lines), source, limits or DEFAULT_LIMITS, unit_checks, weights)
 
 
 def _load(
@@ -156,6 +182,7 @@ def _load(
     source: str | None,
     limits: Limits,
     unit_checks: Sequence[UnitCheck],
+    weights: str | None = None,
 ) -> Workflow:
     shape_problem = _shape_problem(data, limits)
     if shape_problem:
@@ -169,7 +196,7 @@ def _load(
         errors.add((), f"top-level key {key!r} must be a string")
     data = {k: v for k, v in data.items() if isinstance(k, str)}
     raw = task_list_to_native(data, errors, limits) if is_task_list(data) else data
-    workflow = _build(raw, name, errors, limits, unit_checks) if raw is not None else None
+    workflow = _build(raw, name, errors, limits, unit_checks, weights) if raw is not None else None
     if errors.errors or workflow is None:
         raise WorkflowValidationError(errors.errors, source)
     return workflow
@@ -199,6 +226,7 @@ def _build(
     errors: Collector,
     limits: Limits = DEFAULT_LIMITS,
     unit_checks: Sequence[UnitCheck] = (),
+    weights: str | None = None,
 ) -> Workflow | None:
     wf_kwargs: dict[str, Any] = {"name": name or "workflow"}
     units_raw: dict[str, tuple[Mapping[str, Any], Path_]] = {}
@@ -249,6 +277,8 @@ def _build(
                 (), over_limit("nodes (with one per legacy model server)", len(nodes_raw), limits.max_nodes)
             )
             return None
+    if weights is not None:
+        wf_kwargs["weights"] = weights
     before_keys = len(errors.errors)
     wf_kwargs = _check_workflow_keys(wf_kwargs, errors)
     keys_stand = len(errors.errors) == before_keys and not bad_units
@@ -258,6 +288,9 @@ def _build(
         if unit_name in bad_units:
             continue  # reported above
         app = _build_unit(unit_name, unit, origin, errors)
+        if app is not None and wf_kwargs.get("weights") == "random" and app.model:
+            # Before the checks: the twin reads no file, so a machine without the weights passes.
+            app = app.model_copy(update={"model": random_weights_name(app.model)})
         if app is not None:
             applications[unit_name] = app
             for check in unit_checks:
@@ -406,6 +439,9 @@ def _check_workflow_keys(kwargs: dict[str, Any], errors: Collector) -> dict[str,
             f"'start_together' must be true or false, not {kind_of(out['start_together'])}",
         )
         out.pop("start_together")
+    if "weights" in out and out["weights"] not in WEIGHTS:
+        errors.add(("weights",), f"'weights' must be one of {', '.join(WEIGHTS)}, not {out['weights']!r}")
+        out.pop("weights")
     if out.get("repeat", 1) < 1:
         errors.add(("repeat",), "'repeat' must be at least 1")
     if "scheduler" in out and out["scheduler"] not in SCHEDULERS:

@@ -517,6 +517,9 @@ def server_problems(
     return problems
 
 
+WEIGHTS = ("real", "random")
+
+
 class Workflow(SpecModel):
     """A validated workflow: units, DAG nodes, default scheduler and its parameters, repetitions, seed.
 
@@ -535,6 +538,9 @@ class Workflow(SpecModel):
     # Nodes that start at the same point of the DAG begin their requests together, once every one of
     # them has loaded, instead of each as soon as its own model is loaded.
     start_together: bool = False
+    # ``random``: every model whose architecture the name tells runs as its random twin (the loader
+    # rewrites ``model:`` to ``NAME@random``; docs/models.md), for timing studies without the weights.
+    weights: Literal["real", "random"] = "real"
     applications: dict[str, Application]
     nodes: dict[str, Node]
 

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -181,6 +181,11 @@ class SweepFile(_Model):
         False, description="a level that raises a unit's concurrency splits its requests (rounded up)"
     )
     solo: bool = Field(True, description="run each application alone at the table level(s)")
+    weights: Literal["real", "random"] | None = Field(
+        None,
+        description="random: every run uses the random twins of the models (docs/models.md); "
+        "default: each workflow's own 'weights:'",
+    )
     search: Search | None = None
     run_limit_s: float = Field(600.0, gt=0, description="one run past this is cut and recorded as failed")
     first_step_s: float = Field(60.0, gt=0, description="a step's cost before any was measured")
@@ -336,6 +341,8 @@ class Sweep:
                     and "num_requests" not in given
                 ):
                     unit["num_requests"] = -(-requests // sessions)
+        if self.spec.weights is not None:
+            out["weights"] = self.spec.weights
         return out
 
 

@@ -89,16 +89,18 @@ def prepare_models(workflow: Workflow) -> list[str]:
     Done before the step's run so that writing a file (a 3B model: 6.4 GB) never counts against the
     run's time limit, and a call that runs out of time keeps what it wrote.
     """
-    from benchmarks.models.catalogue import RANDOM
+    from benchmarks.models.catalogue import random_twin
     from benchmarks.models.random_llama import random_gguf
 
     written = []
     for unit in workflow.applications.values():
-        name = (unit.model or "").removesuffix("@random")
-        if unit.type == "Chatbot" and (unit.model or "").endswith("@random") and name in RANDOM:
-            random_gguf(RANDOM[name])
-            written.append(name)
-    return written
+        model = unit.model or ""
+        twin = random_twin(model) if model.endswith("@random") else None
+        # Every unit that loads a random Llama (a chat, a research agent), by its twin's name.
+        if twin is not None and twin.family == "llama":
+            random_gguf(twin)
+            written.append(twin.name)
+    return list(dict.fromkeys(written))
 
 
 def prepare_all(sweep: Sweep) -> list[str]:

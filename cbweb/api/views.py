@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import export as spec_export
+from benchmarks.spec.model import WEIGHTS
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.fields import SchedulerChoiceField
 from cbweb.api.pagination import StrictLimitOffsetPagination
@@ -386,6 +387,11 @@ class RunListApi(ListApi):
             child=serializers.CharField(), required=False, help_text="letters, digits and . _ : + -"
         )
         notes = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        weights = serializers.ChoiceField(
+            choices=WEIGHTS,
+            required=False,
+            help_text="random: the models' random twins (docs/models.md); default: the workflow's 'weights:'",
+        )
 
     @extend_schema(parameters=[FilterSerializer], responses={200: RunOutput(many=True), 400: ERROR})
     def get(self, request: Request) -> Response:
@@ -427,6 +433,7 @@ class RunListApi(ListApi):
             platform=platform,
             repeats=v["repeats"],
             meta={k: v[k] for k in ("commit", "branch", "ci_url", "tags", "notes") if k in v},
+            weights=v.get("weights"),
         )
         out = _run_out(runs[0], request)
         return Response(

@@ -50,6 +50,7 @@ def run_launch(
     platform: Platform | None = None,
     repeats: int = 1,
     meta: Mapping[str, Any] | None = None,
+    weights: str | None = None,
 ) -> list[Run]:
     """Queue ``repeats`` runs of a workflow version (``services.run_create``) and hand each to its
     executor once the transaction commits; return the runs.
@@ -65,6 +66,7 @@ def run_launch(
         platform=platform,
         repeats=repeats,
         meta=meta,
+        weights=weights,
     )
     for run in runs:
         # Enqueue only once the rows are visible to the worker; the request never waits for a run.

@@ -1,4 +1,4 @@
-"""The launch form: workflow version, platform, scheduler and its parameters, repeats, metadata."""
+"""The launch form: workflow version, platform, scheduler and its parameters, repeats, weights, metadata."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ class RunLaunchForm(forms.Form):
     scheduler = forms.ChoiceField(choices=[])
     repeats = forms.IntegerField(
         min_value=1, max_value=MAX_REPEATS, initial=1, help_text="repeated runs give a mean and 95 % CI"
+    )
+    weights = forms.ChoiceField(
+        choices=[
+            ("", "as the workflow says"),
+            ("real", "real"),
+            ("random", "random (the models' random twins)"),
+        ],
+        required=False,
+        help_text="random: each model whose architecture its name tells runs with random weights of the "
+        "same shapes, for timing without the weights (docs/models.md)",
     )
     # Run metadata (optional): the rules are benchmarks.runmeta's, applied by the service, whose
     # errors land on these fields.

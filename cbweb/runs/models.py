@@ -12,6 +12,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from benchmarks.models import random_substitution, random_weights_name
 from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
@@ -106,6 +107,21 @@ class Run(models.Model):
     def scheduler_label(self) -> str:
         """The scheduler with the parameters it ran with that differ from its defaults."""
         return scheduler_label(self.scheduler, self.scheduler_params or {})
+
+    @property
+    def random_weights(self) -> list[str]:
+        """``X -> TWIN@random`` for each unit of the run's spec that runs on a random twin
+        (``weights: random`` or a model written ``X@random``; docs/models.md)."""
+        spec = self.spec if isinstance(self.spec, dict) else {}
+        random = spec.get("weights") == "random"
+        out = []
+        for unit in spec.values():
+            model = unit.get("model") if isinstance(unit, dict) else None
+            if isinstance(model, str):
+                found = random_substitution(random_weights_name(model) if random else model)
+                if found is not None:
+                    out.append(f"{found[0]} -> {found[1]}")
+        return list(dict.fromkeys(out))
 
 
 class RunTag(models.Model):

@@ -111,6 +111,7 @@ def run_create(
     platform: Platform | None = None,
     repeats: int = 1,
     meta: Mapping[str, Any] | None = None,
+    weights: str | None = None,
 ) -> list[Run]:
     """Create ``repeats`` queued runs of a workflow version; return them. Nothing is sent to an executor:
     ``cbweb.runs.dispatch.run_launch`` does that once the rows are committed (this module imports no
@@ -119,7 +120,8 @@ def run_create(
     ``scheduler`` (default: the workflow's) runs with the workflow's own parameters when it is the
     workflow's scheduler, overridden by ``scheduler_params``; the run stores the effective ones.
     ``meta`` (commit, branch, ci_url, tags, notes) is checked by ``benchmarks.runmeta.check_meta``
-    and given to every run of the batch.
+    and given to every run of the batch. ``weights`` (``real`` or ``random``) overrides the
+    workflow's ``weights:`` in the run's copy of the spec (docs/models.md).
     Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats, or a
     metadata field) when the request is impossible.
     """
@@ -132,7 +134,8 @@ def run_create(
     try:
         # A version stored before the file access policy, the name rule or today's limits is checked
         # again: a version stored under looser settings cannot be launched.
-        workflow = spec_load.from_dict(version.spec, name=version.workflow.name, limits=spec_limits())
+        spec = version.spec if weights is None else {**version.spec, "weights": weights}
+        workflow = spec_load.from_dict(spec, name=version.workflow.name, limits=spec_limits())
         workflow_check_files(workflow=workflow)
     except spec_model.WorkflowValidationError as exc:
         raise ValidationError({"version": [f"{e.path}: {e.message}" for e in exc.errors]}) from None
@@ -151,7 +154,7 @@ def run_create(
     batch = uuid.uuid4()
     runs = [
         Run.objects.create(
-            **run_spec_fields(version=version),
+            **{**run_spec_fields(version=version), "spec": spec},
             platform=platform,
             scheduler=scheduler,
             scheduler_params=effective,

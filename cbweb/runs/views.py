@@ -60,6 +60,7 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
                 platform=form.cleaned_data["platform"],
                 repeats=form.cleaned_data["repeats"],
                 meta=form.cleaned_data["meta"],
+                weights=form.cleaned_data["weights"] or None,
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

@@ -316,3 +316,85 @@ def test_a_trace_shorter_than_the_requests_stops_the_run_before_it_starts(tmp_pa
     assert preflight(workflow) == [
         "field 'arrival.trace' of unit 's': the trace holds 1 arrival times for 3 requests (warm-up included)"
     ]
+
+
+# -- model search under a restricted policy (hub ids, CB_MODEL_DIRS) --------------------------------
+
+
+def _gguf(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"GGUF" + b"\0" * 16)
+    return path
+
+
+def _chat(model: str) -> Application:
+    return unit(f"c:\n  type: Chatbot\n  model: {model}\n")
+
+
+def test_a_hub_id_resolves_on_a_server_only_when_the_hub_cache_is_a_model_folder(
+    roots: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.benchmarks.models.conftest import make_hub_repo
+
+    _, models, policy = roots
+    outside = tmp_path / "hf-outside"
+    make_hub_repo(outside, "org/chat", {"m.gguf": _gguf(tmp_path / "src.gguf")})
+    monkeypatch.setenv("HF_HUB_CACHE", str(outside))
+    assert UNRESTRICTED.resolve_model(_chat("org/chat"), ("gguf",), "Chatbot").hub_id == "org/chat"
+    assert policy.refusal("org/chat", MODEL) == "path outside the allowed model folders"
+    with pytest.raises(FileAccessError, match="outside the allowed model folders: field 'model' of unit 'c'"):
+        policy.resolve_model(_chat("org/chat"), ("gguf",), "Chatbot")
+    inside = models / "hf"
+    make_hub_repo(inside, "org/chat", {"m.gguf": _gguf(tmp_path / "src.gguf")})
+    monkeypatch.setenv("HF_HUB_CACHE", str(inside))
+    assert policy.refusal("org/chat", MODEL) is None
+    model = policy.resolve_model(_chat("org/chat"), ("gguf",), "Chatbot")
+    assert model.path is not None and model.path.resolve().is_relative_to(models.resolve())
+
+
+def test_a_hub_snapshot_linking_out_of_the_model_folders_is_refused(
+    roots: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.benchmarks.models.conftest import make_hub_repo
+
+    _, models, policy = roots
+    snapshot = make_hub_repo(models / "hf", "org/chat", {"m.gguf": _gguf(tmp_path / "src.gguf")})
+    (snapshot / "m.gguf").unlink()
+    (snapshot / "m.gguf").symlink_to(_gguf(tmp_path / "secret.gguf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(models / "hf"))
+    with pytest.raises(FileAccessError, match="outside the allowed model folders"):
+        policy.resolve_model(_chat("org/chat"), ("gguf",), "Chatbot")
+
+
+def test_the_environments_model_search_path_does_not_widen_a_restricted_policy(
+    roots: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, models, policy = roots
+    _gguf(tmp_path / "elsewhere" / "m.gguf")
+    monkeypatch.setenv("CB_MODEL_DIRS", str(tmp_path / "elsewhere"))
+    monkeypatch.chdir(tmp_path)
+    assert (
+        UNRESTRICTED.resolve_model(_chat("m.gguf"), ("gguf",), "Chatbot").path
+        == tmp_path / "elsewhere" / "m.gguf"
+    )
+    assert policy.refusal("m.gguf", MODEL) == "path outside the allowed model folders"
+    # On a server the model folders are the search path: a relative name is found inside them.
+    _gguf(models / "llama" / "m.gguf")
+    assert policy.refusal("llama/m.gguf", MODEL) is None
+    assert (
+        policy.resolve_model(_chat("llama/m.gguf"), ("gguf",), "Chatbot").path == models / "llama" / "m.gguf"
+    )
+    (models / "link.gguf").symlink_to(tmp_path / "elsewhere" / "m.gguf")
+    assert policy.refusal("link.gguf", MODEL) == "path outside the allowed model folders"
+
+
+def test_a_recognised_name_at_random_reads_no_file_and_passes_any_policy(roots: Any) -> None:
+    policy = roots[2]
+    for value in ("meta-llama/Llama-3.2-3B-Instruct@random", "/etc/Llama-3.2-3B.gguf@random"):
+        assert is_model_name(value) and policy.refusal(value, MODEL) is None
+    assert policy.refusal("/etc/passwd@random", MODEL) == "path outside the allowed model folders"
+
+
+def test_a_model_name_the_file_system_cannot_look_up_is_refused_not_crashed_on(roots: Any) -> None:
+    policy = roots[2]
+    assert policy.refusal("org/" + "x" * 5000, MODEL) == "path outside the allowed model folders"

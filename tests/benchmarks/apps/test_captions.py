@@ -180,9 +180,12 @@ def test_transformers_backend_loads_a_whisper_folder_and_prompts_with_committed_
 
 
 def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_reported(make_unit):
-    unit = make_unit(CAPTIONS.replace("whisper-tiny.en", "whisper-tiny@random"))
+    random_tiny = CAPTIONS.replace("whisper-tiny.en", "whisper-tiny@random")
+    unit = make_unit(random_tiny + "  backend: faster_whisper\n")
     problems = check(unit)
     assert any("set backend: transformers" in p for p in problems)
+    # backend: auto (the default) picks transformers for it.
+    assert check(make_unit(random_tiny)) == []
     unit = make_unit(TRANSFORMERS.format(model="whisper-tiny@random", audio=DATA_DIR / "audio", tokens=4))
     assert check(unit) == []
     int8 = make_unit(
@@ -195,10 +198,8 @@ def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_repor
     large = make_unit(
         TRANSFORMERS.format(model="whisper-large-v3-turbo@random", audio=DATA_DIR / "audio", tokens=4)
     )
-    assert check(large) == [
-        "model 'whisper-large-v3-turbo@random' is full size and far too slow on a CPU; use device: gpu, "
-        "or whisper-tiny@random"
-    ]
+    # A full-size model runs on the CPU when its weights fit the memory (0.8 B parameters, 3.2 GB).
+    assert check(large) == []
 
 
 def test_quality_is_the_mean_wer_of_the_streams_and_the_mean_rtf_of_the_chunks():
@@ -231,3 +232,10 @@ def test_quality_is_the_mean_wer_of_the_streams_and_the_mean_rtf_of_the_chunks()
     }
     # Without a reference transcript (or with random weights) no stream records a WER: no figure.
     assert set(quality_figures([chunk(0, 0, 0.4)], APP.quality)) == {"rtf"}
+
+
+@pytest.mark.models
+def test_backend_auto_runs_a_ctranslate2_model_on_faster_whisper_on_the_cpu_and_records_why(run_driver):
+    run = run_driver(CAPTIONS + "  num_requests: 1\n")
+    assert run.loaded["backend"] == "faster_whisper"
+    assert run.loaded["backend_choice"] == "auto: a CTranslate2 model on the CPU"

@@ -136,17 +136,18 @@ def test_a_random_llama_gguf_is_written_once_loaded_by_llama_cpp_and_decodes_max
     assert again.loaded["file"] == gguf.name and gguf.stat().st_mtime_ns == mtime
 
 
-def test_the_full_size_random_llamas_are_refused_on_a_cpu(make_unit, tmp_path):
+def test_a_random_llama_too_large_for_the_memory_is_refused_on_a_cpu_with_its_size(make_unit, tmp_path):
     prompts = prompts_file(tmp_path, "Hi.")
     unit = make_unit(
         CHAT.format(max_tokens=4, backend="llama_cpp", prompts=prompts).replace(
-            "smollm2-135m", "llama-3.2-3b@random"
+            "smollm2-135m", "llama-3.1-70b@random"
         )
     )
-    assert check(unit) == [
-        "model 'llama-3.2-3b@random' is full size and far too slow on a CPU; use device: gpu, "
-        "or llama-tiny@random"
-    ]
+    (problem,) = check(unit)
+    assert problem.startswith(
+        "model 'llama-3.1-70b@random' (llama-3.1-70b shapes, 70.55 B parameters) needs about 141.1 GB of "
+        "memory on the CPU"
+    )
 
 
 def test_quality_is_the_mean_token_counts_and_the_decode_rate_over_every_decoded_token():

@@ -228,3 +228,16 @@ def test_bad_scheduler_parameters_are_reported_with_their_line(tmp_path):
 def test_two_entries_with_the_same_label_are_an_error(tmp_path):
     text = GOOD.replace("[greedy, credit]", "[credit, {name: credit, pressure_threshold: 0.5}]")
     assert any("credit repeated" in m for _, _, m in problems(tmp_path, text))
+
+
+def test_weights_random_runs_every_workflow_of_the_sweep_on_the_random_twins(tmp_path):
+    from benchmarks.spec.load import from_dict
+
+    path = write(tmp_path, GOOD + "weights: random\n")
+    (tmp_path / "w.yml").write_text(WORKFLOW.replace("llama-tiny@random", "meta-llama/Llama-3.2-1B-Instruct"))
+    sweep = load_sweep(path)
+    workflow = from_dict(sweep.workflow_dict("w", sweep.levels[0]))
+    assert workflow.weights == "random"
+    assert workflow.applications["chat"].model == "meta-llama/Llama-3.2-1B-Instruct@random"
+    plain = load_sweep(write(tmp_path, GOOD))
+    assert from_dict(plain.workflow_dict("w", plain.levels[0])).weights == "real"
