@@ -66,23 +66,24 @@ $(LLAMA_STAMP):
 
 # llama.cpp's HTTP server for LLMServer units (continuous batching over parallel slots), built from the
 # llama.cpp source that llama-cpp-python's sdist vendors (the bindings' own version) with the flags
-# above (a CUDA build when they ask for one), statically linked, into $(BIN)/llama-server. Cached: the
-# stamp names the version, so it is rebuilt only when that changes (`rm $(VENV)/.llama-server-*` to
-# force). 11-17 min measured on 2 busy cores (10 min of CPU); the engine finds it beside its Python
+# above and the build flavour's (GPU=cuda|metal|cpu, as the bindings), statically linked, into
+# $(BIN)/llama-server. Cached: the stamp names the version and the flavour, so it is rebuilt only when
+# one changes (`rm $(VENV)/.llama-server-*` to force). 11-17 min measured on 2 busy cores (10 min of CPU); the engine finds it beside its Python
 # (or CB_LLAMA_SERVER).
-LLAMA_SERVER_STAMP := $(VENV)/.llama-server-0.3.36
+LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_VERSION)-$(GPU)
 .PHONY: llama-server
 llama-server: $(LLAMA_SERVER_STAMP)
 install: $(LLAMA_SERVER_STAMP)
 $(LLAMA_SERVER_STAMP): | $(BIN)/consumerbench
 	set -e; work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
-	$(BIN)/pip download -q --no-deps --no-binary=:all: -d "$$work" llama-cpp-python==0.3.36; \
-	tar -xzf "$$work"/llama_cpp_python-0.3.36.tar.gz -C "$$work"; \
-	cmake -S "$$work"/llama_cpp_python-0.3.36/vendor/llama.cpp -B "$$work/build" -DCMAKE_BUILD_TYPE=Release \
-		$(LLAMA_CMAKE_ARGS) -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
+	$(BIN)/pip download -q --no-deps --no-binary=:all: -d "$$work" llama-cpp-python==$(LLAMA_VERSION); \
+	tar -xzf "$$work"/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C "$$work"; \
+	cmake -S "$$work"/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B "$$work/build" -DCMAKE_BUILD_TYPE=Release \
+		$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU)) -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
 		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF; \
 	cmake --build "$$work/build" --target llama-server -j$$(nproc); \
 	install -m 755 "$$work/build/bin/llama-server" $(BIN)/llama-server
+	rm -f $(VENV)/.llama-server-*
 	touch $@
 
 demo: install
