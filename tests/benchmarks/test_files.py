@@ -62,6 +62,7 @@ def test_every_file_field_of_every_application_type_is_found_from_the_spec_marke
         "DeepResearch": ["documents", "questions"],
         "ImageGen": ["prompts"],
         "LiveCaptions": ["audio", "client_command_file", "reference"],
+        "LLMServer": [],
         "Sleep": [],
         "Synthetic": [],
     }
