@@ -62,8 +62,9 @@ def test_with_random_weights_the_original_names_validate_and_models_shows_each_t
     assert out.returncode == 0, out.stdout
     shown = cli("models", "--json", str(ORIGINAL), env=bare_env)
     units = json.loads(shown.stdout)["files"][str(ORIGINAL)]
+    # server_model + client_model: the chatbot's model is its own server's (workflow-format.md).
     assert {name: u["twin"]["model"] for name, u in units.items()} == {
-        "chatbot": "llama-3.2-3b@random",
+        "chatbot_server": "llama-3.2-3b@random",
         "imagegen": "sd3.5-medium@random",
         "deep_research": "llama-3.2-3b@random",
         "live_captions": "whisper-large-v3-turbo@random",
