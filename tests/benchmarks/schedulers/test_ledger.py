@@ -10,7 +10,8 @@ from benchmarks.schedulers import ledger
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Grant, Priority
 from benchmarks.spec.model import parse_slo
 
-P = CreditParams()
+# The rules at θ = 0.5 (the figures below are worked out for it; the default is 0.3).
+P = CreditParams(pressure_threshold=0.5)
 
 
 def table(*apps: tuple[Priority, float] | tuple[Priority, float, str], t: float = 0.0) -> CreditTable:

@@ -57,3 +57,23 @@ def test_cpu_smoke_runs_the_video_creation_scenario_under_each_scheduler(tmp_pat
         assert s["apps"]["captions"]["latency_s"]["chunk"]["p50"] > 0
     sweep = json.loads((state / "h200-video-creation-sweep.json").read_text())
     assert (sweep["sweep"][0]["level"], sweep["sweep"][0]["scheduler"]) == ("L0", "greedy")
+
+
+@pytest.mark.models
+def test_cpu_smoke_runs_credit_at_the_next_level_beside_each_application_alone(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    state = tmp_path / "state"
+    smoke = ["sweep", str(STUDIES / "credit-next-level.yml"), "--cpu-smoke", "--state", str(state)]
+    assert main(smoke) == 0
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    assert sorted(steps) == sorted(
+        ["mix/solo/L2/chat", "mix/solo/L2/image", "mix/solo/L2/captions", "mix/mix/L2/credit-0.3"]
+    )
+    bundle = state / steps["mix/mix/L2/credit-0.3"]["bundle"]
+    scheduler = json.loads((bundle / "result.json").read_text())["scheduler"]
+    assert scheduler["params"]["pressure_threshold"] == 0.3
+    capsys.readouterr()
+    assert main([*smoke, "--summarize"]) == 0
+    per = json.loads((state / "h200-credit-next-level.json").read_text())["workflows"]["mix"]
+    assert list(per) == ["credit-0.3"]
+    assert all(app["solo_attainment"] is not None for app in per["credit-0.3"]["apps"].values())

@@ -183,28 +183,28 @@ def test_the_smoke_profile_puts_every_unit_on_the_cpu_with_the_tiny_models():
 ENTRIES = GOOD.replace(
     "[greedy, credit]",
     "\n  - greedy\n  - {name: credit, pressure_threshold: 0.4}\n"
-    "  - {name: credit, pressure_threshold: 0.3, label: credit-0.3}\n"
-    "  - {name: credit, pressure_threshold: 0.5}",
+    "  - {name: credit, pressure_threshold: 0.5, label: credit-0.5}\n"
+    "  - {name: credit, pressure_threshold: 0.3}",
 )
 
 
 def test_scheduler_entries_with_parameters_are_named_by_their_labels(tmp_path):
     sweep = load_sweep(write(tmp_path, ENTRIES))
-    assert sweep.schedulers == ["greedy", "credit(pressure_threshold=0.4)", "credit-0.3", "credit"]
+    assert sweep.schedulers == ["greedy", "credit(pressure_threshold=0.4)", "credit-0.5", "credit"]
     assert sweep.scheduler("greedy") == ("greedy", {})
     assert sweep.scheduler("credit(pressure_threshold=0.4)") == ("credit", {"pressure_threshold": 0.4})
-    assert sweep.scheduler("credit-0.3") == ("credit", {"pressure_threshold": 0.3})
-    # 0.5 is credit's default: the label names only what differs from it.
-    assert sweep.scheduler("credit") == ("credit", {"pressure_threshold": 0.5})
+    assert sweep.scheduler("credit-0.5") == ("credit", {"pressure_threshold": 0.5})
+    # 0.3 is credit's default: the label names only what differs from it.
+    assert sweep.scheduler("credit") == ("credit", {"pressure_threshold": 0.3})
 
 
 def test_repeat_groups_and_thresholds_name_schedulers_by_label(tmp_path):
-    text = ENTRIES.replace("  - {name: credit, pressure_threshold: 0.5}\n", "\n")
-    text += "repeat_groups: [[greedy, credit-0.3], ['credit(pressure_threshold=0.4)']]\n"
-    text += "search: {threshold: {greedy: 0.9, credit-0.3: 0.8, 'credit(pressure_threshold=0.4)': 0.8}}\n"
+    text = ENTRIES.replace("  - {name: credit, pressure_threshold: 0.3}\n", "\n")
+    text += "repeat_groups: [[greedy, credit-0.5], ['credit(pressure_threshold=0.4)']]\n"
+    text += "search: {threshold: {greedy: 0.9, credit-0.5: 0.8, 'credit(pressure_threshold=0.4)': 0.8}}\n"
     sweep = load_sweep(write(tmp_path, text))
-    assert sweep.threshold("credit-0.3") == 0.8
-    bad = text.replace("[greedy, credit-0.3]", "[greedy, credit]")
+    assert sweep.threshold("credit-0.5") == 0.8
+    bad = text.replace("[greedy, credit-0.5]", "[greedy, credit]")
     assert any("exactly once (by label)" in m for _, _, m in problems(tmp_path, bad))
 
 
@@ -226,7 +226,7 @@ def test_bad_scheduler_parameters_are_reported_with_their_line(tmp_path):
 
 
 def test_two_entries_with_the_same_label_are_an_error(tmp_path):
-    text = GOOD.replace("[greedy, credit]", "[credit, {name: credit, pressure_threshold: 0.5}]")
+    text = GOOD.replace("[greedy, credit]", "[credit, {name: credit, pressure_threshold: 0.3}]")
     assert any("credit repeated" in m for _, _, m in problems(tmp_path, text))
 
 
