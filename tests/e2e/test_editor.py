@@ -174,7 +174,7 @@ def test_check_reports_a_model_that_does_not_resolve_here(page: Any, live_app: L
     shown = errors_of(page, "cards-0")
     # The CLI's words (`consumerbench validate --check-files`, `run`), from the engine's resolver.
     assert f"model '{missing}' is not a catalogue name" in shown, shown
-    assert "no such file or folder exists here" in shown
+    assert f"looked for {missing}" in shown, shown
     page.locator("[data-card]").first.screenshot(path=str(ARTIFACTS / "editor-missing-model.png"))
 
 
