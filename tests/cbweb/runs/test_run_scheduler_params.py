@@ -57,7 +57,7 @@ def test_the_launch_form_derives_a_field_for_every_scheduler_parameter(
 ) -> None:
     form = RunLaunchForm(workflow=make_workflow(alice))
     field = form.fields["credit__pressure_threshold"]
-    assert field.initial == 0.5 and field.required is False
+    assert field.initial == 0.3 and field.required is False  # credit's default
     assert "allowed: > 0 and < 1" in field.help_text
     assert field.widget.attrs["data-scheduler"] == "credit"
     assert "partition__memory_limit" in form.fields and "credit-mps__memory_limit" in form.fields
