@@ -42,6 +42,8 @@ def bare_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+# The workflow's chatbot gets a model server (server_model + client_model): validate checks its binary.
+@pytest.mark.llama_server
 def test_without_the_weights_validate_lists_the_places_searched_for_each_model(tmp_path, bare_env):
     out = cli("validate", "--check-files", str(ORIGINAL), env=bare_env)
     assert out.returncode == 1
@@ -53,6 +55,8 @@ def test_without_the_weights_validate_lists_the_places_searched_for_each_model(t
     assert f"{tmp_path}/hf/hub/models--meta-llama--Llama-3.2-3B-Instruct (Hugging Face cache)" in line
 
 
+# The workflow's chatbot gets a model server (server_model + client_model): validate checks its binary.
+@pytest.mark.llama_server
 def test_with_random_weights_the_original_names_validate_and_models_shows_each_twin(bare_env):
     # The largest twin here is SD 3.5 medium: 12.6 GB in float32 on the CPU, checked against memory.
     needed = RANDOM["sd3.5-medium"].memory_bytes("cpu")
