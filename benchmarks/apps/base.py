@@ -115,6 +115,9 @@ class AppContext:
     files: FilePolicy = UNRESTRICTED
     # The base URL of the model server the unit names (``server:``), once its node answers.
     server_url: str | None = None
+    # A private folder for what must stay out of the bundle (a server's log); the runner removes it
+    # after the run, so a killed process leaves nothing behind. None: make and remove your own.
+    scratch_dir: Path | None = None
 
     @contextlib.contextmanager
     def gpu_step(self, kind: str) -> Iterator[None]:

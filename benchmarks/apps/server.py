@@ -152,8 +152,15 @@ class ServerDriver(Driver):
             raise ServerError(f"model '{model.requested}' is not a local GGUF file")
         binary = server_binary()
         # The log stays out of the result bundle: llama-server writes this machine's paths into it.
-        self.scratch = tempfile.TemporaryDirectory(prefix="cb-llama-server-")
-        self.log_path = Path(self.scratch.name) / "server.log"
+        # It goes into the node's private folder, which the runner removes even if this process is
+        # killed; a driver used without a runner makes and removes its own.
+        if self.ctx.scratch_dir is None:
+            self.scratch = tempfile.TemporaryDirectory(prefix="cb-llama-server-")
+            folder = Path(self.scratch.name)
+        else:
+            folder = self.ctx.scratch_dir
+            folder.mkdir(parents=True, exist_ok=True)
+        self.log_path = folder / "server.log"
         self.model_folder = str(path.parent)
         threads = opts.n_threads or default_threads()
         for attempt in range(1, PORT_ATTEMPTS + 1):

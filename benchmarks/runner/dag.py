@@ -119,6 +119,7 @@ class _Run:
         self.cancel = cancel
         self.out_dir = out_dir
         self.artifacts = Path()
+        self.private = Path()
         self.time_limit_s = time_limit_s
         self.stop_grace_s = stop_grace_s
         self.ctx = mp.get_context("spawn")
@@ -198,6 +199,9 @@ class _Run:
         self._emit("run_status", status=RunStatus.RUNNING)
         self.monitor.start(self.t0)
         # Without a bundle directory, what applications produce (images) lives only as long as the run.
+        # The nodes' private folders (outside the bundle), removed here even if a node was killed.
+        private = tempfile.TemporaryDirectory(prefix="consumerbench-private-")
+        self.private = Path(private.name)
         scratch = None
         if self.out_dir is None:
             scratch = tempfile.TemporaryDirectory(prefix="consumerbench-")
@@ -233,6 +237,7 @@ class _Run:
                 repeat_index=repeat_index,
             )
         finally:
+            private.cleanup()
             if scratch is not None:
                 scratch.cleanup()
         self._emit("run_status", status=self.status, reason=self.stop_reason)
@@ -345,6 +350,7 @@ class _Run:
                 state.go,
                 self.files,
                 server_url,
+                str(self.private / state.name),
             ),
             daemon=True,
         )

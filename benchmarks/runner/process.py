@@ -64,10 +64,13 @@ def app_process_main(
     go: Any = None,
     files: FilePolicy = UNRESTRICTED,
     server_url: str | None = None,
+    scratch_dir: str | None = None,
 ) -> None:
     """Entry point of an application process: load, wait for ``go`` when given (a semaphore the runner
     releases once the nodes started with this one have loaded: start_together), run the requests,
-    report, close. ``server_url`` is the address of the model server the unit names (``server:``)."""
+    report, close. ``server_url`` is the address of the model server the unit names (``server:``);
+    ``scratch_dir`` a private folder of the node's, outside the bundle, that the runner removes after
+    the run even when this process is killed."""
     die_with_parent()
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
@@ -95,6 +98,7 @@ def app_process_main(
             sessions=sessions,
             files=files,
             server_url=server_url,
+            scratch_dir=None if scratch_dir is None else Path(scratch_dir),
         )
         for k in range(sessions)
     ]

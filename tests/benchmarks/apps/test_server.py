@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Mapping
@@ -151,6 +152,31 @@ def test_killing_the_server_mid_run_fails_its_clients_with_its_reason_and_ends_t
         assert nodes[name].reason.startswith(f"model server node 'serve' failed: {died}")
     assert result.requests_served < result.requests_requested
     assert no_children_left()
+
+
+@served
+def test_killing_the_server_node_leaves_neither_its_server_nor_its_log_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The node's process (llama-server's parent) dies without its clean-up: its folder is the run's.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the spawned processes' temporary folder
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # the runner's
+
+    def kill_node(watch: Watch) -> None:
+        if watch.requests == 1 and watch.server_pid is not None:
+            os.kill(psutil.Process(watch.server_pid).ppid(), signal.SIGKILL)
+
+    text = SHARED.replace("num_requests: 4, max_tokens: 12", "num_requests: 200, max_tokens: 12")
+    watch = Watch(kill_node)
+    result = run_workflow(load_yaml(text, name="shared"), sink=watch)
+    assert {n.name: n.status for n in result.nodes}["serve"] == "failed"
+    deadline = time.monotonic() + 10  # llama-server follows its parent by its parent-death signal
+    while not gone(watch.server_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(watch.server_pid)
+    assert list(temp.iterdir()) == []
 
 
 @served
