@@ -12,6 +12,7 @@ from pathlib import Path
 import environ
 
 from benchmarks.files import default_data_dirs, default_model_dirs
+from benchmarks.models.resolver import model_dirs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -132,15 +133,14 @@ CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results"
 
 # A workflow submitted here is untrusted: every file it names (model, prompts, audio, reference,
 # trace, documents, dataset) must lie under one of these folders, checked when it is saved, when a
-# run is launched and again by the worker. Comma-separated lists; the defaults are the packaged data
-# folder, the packaged models' folders and the engine's model cache (CB_CACHE_DIR). An empty value
-# means the default (an empty entry must never become the working directory).
+# run is launched and again by the worker. CB_DATA_DIRS is comma-separated; CB_MODEL_DIRS is also the
+# engine's model search path, read by the engine's own rule (commas or os.pathsep). The defaults are the
+# packaged data folder, the packaged models' folders and the engine's model cache (CB_CACHE_DIR). An
+# empty value means the default (an empty entry must never become the working directory).
 CB_DATA_DIRS = [
     Path(p.strip()) for p in env.list("CB_DATA_DIRS", default=[]) if p.strip()
 ] or default_data_dirs()
-CB_MODEL_DIRS = [
-    Path(p.strip()) for p in env.list("CB_MODEL_DIRS", default=[]) if p.strip()
-] or default_model_dirs()
+CB_MODEL_DIRS = list(model_dirs()) or default_model_dirs()
 
 # --------------------------------------------------------------------------------------------------
 # Authentication and access
