@@ -12,6 +12,7 @@ import csv
 import glob
 import io
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -38,10 +39,19 @@ METRICS = {
     "global_store_gbps": "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum.per_second",
     "l2_gbps": "lts__t_bytes.sum.per_second",
 }
-TIME_UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
-RATE_UNITS = {"byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0,
-              "Tbyte/second": 1e3}  # fmt: skip
-SIZE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}
+# ncu's unit spellings differ between versions and pages ("usecond" or "us", "Gbyte/second" or "GB/s").
+TIME_UNITS = {
+    "nsecond": 1e-3,
+    "ns": 1e-3,
+    "usecond": 1.0,
+    "us": 1.0,
+    "msecond": 1e3,
+    "ms": 1e3,
+    "second": 1e6,
+}
+SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+RATE = re.compile(r"(?P<prefix>[kKMGT]?)(byte|B)/(second|s)")
+SIZE = re.compile(r"(?P<prefix>[kKMGT]?)(byte|B)")
 
 
 class NcuError(Exception):
@@ -96,12 +106,13 @@ def run_ncu(target: Sequence[str], max_kernels: int, timeout_s: float, cwd: Path
     return done.stdout
 
 
-def parse_raw_csv(text: str) -> list[KernelMetrics]:
-    """Return the kernels of ncu's ``--csv --page raw`` output, in launch order.
+def parse_csv(text: str) -> list[KernelMetrics]:
+    """Return the kernels of ncu's ``--csv`` output, in launch order.
 
-    The output may hold other lines (ncu's ``==PROF==`` messages, the program's own output): the table
-    starts at the header row (first cell "ID"); the row after it holds the units. Numbers may carry
-    thousands separators; "n/a" and empty cells become None.
+    Either page: ``--page raw`` (one row per kernel, a column per metric, the row under the header
+    holding the units) or ``--page details`` (one row per kernel and metric: "Metric Name", "Metric
+    Unit", "Metric Value"). Other lines (ncu's ``==PROF==`` messages, the program's output) are skipped;
+    numbers may carry thousands separators; "n/a" and empty cells become None.
     """
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
@@ -109,18 +120,34 @@ def parse_raw_csv(text: str) -> list[KernelMetrics]:
         raise NcuError("no ncu CSV table in the output")
     table = [line for line in lines[start:] if line.startswith('"')]
     rows = list(csv.reader(io.StringIO("\n".join(table))))
-    header, units, data = rows[0], rows[1], rows[2:]
-    if units and units[0]:  # no units row: ncu printed --print-units base without it
+    header = rows[0]
+    if "Metric Name" in header and "Metric Value" in header:
+        return _parse_details(header, rows[1:])
+    units, data = rows[1], rows[2:]
+    if units and units[0]:  # a kernel's ID, not a units row: ncu printed no units
         data, units = rows[1:], [""] * len(header)
+    unit_of = dict(zip(header, units, strict=False))
     kernels = []
     for row in data:
         cells = dict(zip(header, row, strict=False))
-        unit_of = dict(zip(header, units, strict=False))
         values = {
             key: _convert(cells.get(metric), unit_of.get(metric, "")) for key, metric in METRICS.items()
         }
         kernels.append(KernelMetrics(cells.get("Kernel Name", "?"), values))
     return kernels
+
+
+def _parse_details(header: list[str], rows: list[list[str]]) -> list[KernelMetrics]:
+    by_id: dict[str, tuple[str, dict[str, str | None], dict[str, str]]] = {}
+    for row in rows:
+        cells = dict(zip(header, row, strict=False))
+        _, raw, units = by_id.setdefault(cells.get("ID", ""), (cells.get("Kernel Name", "?"), {}, {}))
+        raw[cells.get("Metric Name", "")] = cells.get("Metric Value")
+        units[cells.get("Metric Name", "")] = cells.get("Metric Unit", "")
+    return [
+        KernelMetrics(name, {key: _convert(raw.get(m), units.get(m, "")) for key, m in METRICS.items()})
+        for name, raw, units in by_id.values()
+    ]
 
 
 def _convert(cell: str | None, unit: str) -> float | None:
@@ -133,10 +160,18 @@ def _convert(cell: str | None, unit: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    for table in (TIME_UNITS, RATE_UNITS, SIZE_UNITS):
-        if unit in table:
-            return value * table[unit]
-    return value
+    return value * _unit_scale(unit.strip())
+
+
+def _unit_scale(unit: str) -> float:
+    # To our units: microseconds for times, GB/s for rates, bytes for sizes; others as they are.
+    if unit in TIME_UNITS:
+        return TIME_UNITS[unit]
+    match = RATE.fullmatch(unit)
+    if match:
+        return SI[match["prefix"]] / 1e9
+    match = SIZE.fullmatch(unit)
+    return SI[match["prefix"]] if match else 1.0
 
 
 def split_by_marker(kernels: Sequence[KernelMetrics], rows: int) -> list[KernelMetrics | None]:

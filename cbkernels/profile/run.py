@@ -248,7 +248,7 @@ def _add_ncu(
         )
         try:
             text = ncu_mod.run_ncu(target, NCU_KERNELS_PER_ROW * len(profiled), timeout_s, ROOT, env)
-            kernels = ncu_mod.parse_raw_csv(text)
+            kernels = ncu_mod.parse_csv(text)
         except ncu_mod.NcuError as exc:
             return {"used": False, "path": path, "reason": str(exc)}
     for i, kernel in zip(profiled, ncu_mod.split_by_marker(kernels, len(profiled)), strict=True):
