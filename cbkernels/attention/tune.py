@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,13 +21,15 @@ def candidate_configs(head_dim: int, capability: tuple[int, int]) -> list[Attent
     """Return the configs ``autotune`` tries on a GPU of ``capability`` for this head dim.
 
     A short list on purpose (each costs a compilation of seconds): the tile shapes FlashAttention-2 and
-    the Triton tutorial use, both variants on sm90, warp specialisation where Triton offers it.
+    the Triton tutorial use, both variants on sm90 (warp specialisation too: whether Triton 3.6 compiles
+    it for Hopper is for the GPU to say), the pointer variant elsewhere.
     """
     big = head_dim > 128
     tiles = [(64, 32, 4, 2), (128, 32, 4, 2)] if big else [
         (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3), (64, 64, 4, 3), (128, 64, 4, 4),
     ]  # fmt: skip
-    configs = [AttentionConfig(m, n, w, s, None, "pointer") for m, n, w, s in tiles]
+    # Likeliest winners first, so that a tuning budget cuts the long tail: Hopper's copy engine first.
+    configs = []
     if capability[0] >= 9:
         configs += [AttentionConfig(m, n, w, s, None, "tma") for m, n, w, s in tiles]
         if not big:
@@ -34,7 +37,7 @@ def candidate_configs(head_dim: int, capability: tuple[int, int]) -> list[Attent
                 AttentionConfig(128, 64, 4, 3, None, "tma", True),
                 AttentionConfig(128, 128, 8, 3, None, "tma", True),
             ]
-    return configs
+    return configs + [AttentionConfig(m, n, w, s, None, "pointer") for m, n, w, s in tiles]
 
 
 @dataclass(frozen=True)
@@ -49,12 +52,14 @@ class Trial:
 
 def autotune(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None,
-    configs: list[AttentionConfig] | None = None, repeats: int = 20,
+    configs: list[AttentionConfig] | None = None, repeats: int = 20, budget_s: float | None = None,
 ) -> tuple[AttentionConfig, list[Trial]]:  # fmt: skip
     """Time each config on these tensors (CUDA events, median of ``repeats``); return the best and all.
 
     A config that does not compile, does not fit the GPU, or whose output strays from PyTorch's SDPA by
-    more than ``TUNE_ATOL`` is recorded with its error and skipped. Raises RuntimeError if none works.
+    more than ``TUNE_ATOL`` is recorded with its error and skipped; once ``budget_s`` seconds have
+    passed (compilations take seconds each) the rest are recorded as skipped. Raises RuntimeError if
+    none works.
     """
     import torch
     import torch.nn.functional as F
@@ -66,7 +71,13 @@ def autotune(
         configs = candidate_configs(q.shape[3], (major, minor))
     reference = F.scaled_dot_product_attention(q, k, v, scale=scale).float()
     trials = []
+    start = time.monotonic()
     for config in configs:
+        if budget_s is not None and time.monotonic() - start > budget_s:
+            trials.append(
+                Trial(config, None, None, f"skipped: the tuning budget of {budget_s:g} s was spent")
+            )
+            continue
         try:
             out, info = launch(q, k, v, scale=scale, config=config)
             error = (out.float() - reference).abs().max().item()

@@ -167,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     doc = profile(
         shape, variants=variants, budgets=args.maxnreg, backends=args.backends, tune=args.autotune,
         repeats=args.repeats, use_ncu=args.ncu, ncu_timeout_s=args.ncu_timeout, seed=args.seed,
+        tune_budget_s=args.tune_budget,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     print(table(doc))

@@ -97,8 +97,9 @@ def row_op(spec: dict[str, Any], q: Any, k: Any, v: Any) -> Callable[[], Any]:
 
 
 def base_configs(
-    shape: Shape, variants: Sequence[str], tune: bool, q: Any, k: Any, v: Any, repeats: int
-) -> tuple[list[AttentionConfig], list[dict[str, Any]]]:
+    shape: Shape, variants: Sequence[str], tune: bool, q: Any, k: Any, v: Any, repeats: int,
+    budget_s: float | None = None,
+) -> tuple[list[AttentionConfig], list[dict[str, Any]]]:  # fmt: skip
     """Return one config per variant (autotuned: the fastest of its candidates) and the autotune trials."""
     import torch
 
@@ -107,12 +108,17 @@ def base_configs(
         return [_with(default, variant=variant) for variant in variants], []
     major, minor = torch.cuda.get_device_capability(q.device)
     candidates = [c for c in candidate_configs(shape.head_dim, (major, minor)) if c.variant in variants]
-    _, trials = autotune(q, k, v, configs=candidates, repeats=max(5, repeats // 2))
+    default = default_config(shape.head_dim, q.dtype, q.device)
+    try:
+        _, trials = autotune(q, k, v, configs=candidates, repeats=max(5, repeats // 2), budget_s=budget_s)
+    except RuntimeError:  # no candidate worked: the defaults' rows will say why
+        return [_with(default, variant=variant) for variant in variants], []
     best = []
     for variant in variants:
         timed = [t for t in trials if t.config.variant == variant and t.time_us is not None]
-        if timed:
-            best.append(min(timed, key=lambda t: t.time_us or 0.0).config)
+        best.append(
+            min(timed, key=lambda t: t.time_us or 0.0).config if timed else _with(default, variant=variant)
+        )
     records = [{"params": t.config.params(), "time_us": t.time_us, "error": t.error} for t in trials]
     return best, records
 
@@ -173,7 +179,7 @@ def _occupancy(row: dict[str, Any], device: Any, regs: Any, threads: Any, shared
 def profile(
     shape: Shape, *, variants: Sequence[str], budgets: Sequence[int | None], backends: Sequence[str],
     tune: bool, repeats: int, use_ncu: bool | None, ncu_timeout_s: float = 240.0, seed: int = 0,
-    log: Callable[[str], None] = lambda s: None,
+    tune_budget_s: float | None = None, log: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:  # fmt: skip
     """Measure every row on this GPU; return the document (see the module's docstring).
 
@@ -191,7 +197,7 @@ def profile(
     with sdpa_kernel(SDPBackend.MATH):
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     log("autotuning..." if tune else "using the default configs")
-    bases, trials = base_configs(shape, variants, tune, q, k, v, repeats)
+    bases, trials = base_configs(shape, variants, tune, q, k, v, repeats, tune_budget_s)
     specs, seen = [], set()
     for base in bases:
         for budget in budgets:
