@@ -28,16 +28,21 @@ def candidate_configs(head_dim: int, capability: tuple[int, int]) -> list[Attent
     tiles = [(64, 32, 4, 2), (128, 32, 4, 2)] if big else [
         (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3), (64, 64, 4, 3), (128, 64, 4, 4),
     ]  # fmt: skip
+    # Register-lean tiles under a budget of 128 a thread (issue 21's sharing goal): 8 warps split the
+    # 128 x 64 fp32 accumulator and scores to 32 + 32 registers a thread; 64-row tiles halve them.
+    lean = [] if big else [(128, 64, 8, 3), (64, 64, 4, 3)]
+    variants = ["tma", "pointer"] if capability[0] >= 9 else ["pointer"]
     # Likeliest winners first, so that a tuning budget cuts the long tail: Hopper's copy engine first.
     configs = []
-    if capability[0] >= 9:
-        configs += [AttentionConfig(m, n, w, s, None, "tma") for m, n, w, s in tiles]
-        if not big:
+    for variant in variants:
+        configs += [AttentionConfig(m, n, w, s, None, variant) for m, n, w, s in tiles]
+        configs += [AttentionConfig(m, n, w, s, 128, variant) for m, n, w, s in lean]
+        if variant == "tma" and not big:
             configs += [
                 AttentionConfig(128, 64, 4, 3, None, "tma", True),
                 AttentionConfig(128, 128, 8, 3, None, "tma", True),
             ]
-    return configs + [AttentionConfig(m, n, w, s, None, "pointer") for m, n, w, s in tiles]
+    return configs
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbkernels.attention import AttentionConfig, autotune, candidate_configs, config_from_params
+from cbkernels.attention import AttentionConfig, Trial, autotune, candidate_configs, config_from_params
 from cbkernels.attention.op import default_config, launch
 from cbkernels.profile import ncu as ncu_mod
 from cbkernels.profile.occupancy import sm_limits, theoretical_occupancy
@@ -97,30 +97,36 @@ def row_op(spec: dict[str, Any], q: Any, k: Any, v: Any) -> Callable[[], Any]:
 
 
 def base_configs(
-    shape: Shape, variants: Sequence[str], tune: bool, q: Any, k: Any, v: Any, repeats: int,
-    budget_s: float | None = None,
+    shape: Shape, variants: Sequence[str], budgets: Sequence[int | None], tune: bool, q: Any, k: Any, v: Any,
+    repeats: int, budget_s: float | None = None,
 ) -> tuple[list[AttentionConfig], list[dict[str, Any]]]:  # fmt: skip
-    """Return one config per variant (autotuned: the fastest of its candidates) and the autotune trials."""
+    """Return the configs to measure: for each variant and register budget, the fastest autotuned
+    candidate under that budget (else the variant's fastest with the budget imposed, else the default
+    with it), and the autotune trials."""
     import torch
 
-    if not tune:
-        default = default_config(shape.head_dim, q.dtype, q.device)
-        return [_with(default, variant=variant) for variant in variants], []
-    major, minor = torch.cuda.get_device_capability(q.device)
-    candidates = [c for c in candidate_configs(shape.head_dim, (major, minor)) if c.variant in variants]
     default = default_config(shape.head_dim, q.dtype, q.device)
-    try:
-        _, trials = autotune(q, k, v, configs=candidates, repeats=max(5, repeats // 2), budget_s=budget_s)
-    except RuntimeError:  # no candidate worked: the defaults' rows will say why
-        return [_with(default, variant=variant) for variant in variants], []
-    best = []
+    trials: list[Trial] = []
+    if tune:
+        major, minor = torch.cuda.get_device_capability(q.device)
+        candidates = [c for c in candidate_configs(shape.head_dim, (major, minor)) if c.variant in variants]
+        with contextlib.suppress(RuntimeError):  # no candidate worked: the default rows will say why
+            _, trials = autotune(q, k, v, configs=candidates, repeats=max(5, repeats // 2), budget_s=budget_s)
+    timed = [t for t in trials if t.time_us is not None]
+
+    def fastest(pool: list[Trial]) -> AttentionConfig | None:
+        return min(pool, key=lambda t: t.time_us or 0.0).config if pool else None
+
+    configs = []
     for variant in variants:
-        timed = [t for t in trials if t.config.variant == variant and t.time_us is not None]
-        best.append(
-            min(timed, key=lambda t: t.time_us or 0.0).config if timed else _with(default, variant=variant)
-        )
+        ours = [t for t in timed if t.config.variant == variant]
+        base = fastest([t for t in ours if t.config.maxnreg is None]) or _with(default, variant=variant)
+        for budget in budgets:
+            config = fastest([t for t in ours if t.config.maxnreg == budget]) or _with(base, maxnreg=budget)
+            if config not in configs:
+                configs.append(config)
     records = [{"params": t.config.params(), "time_us": t.time_us, "error": t.error} for t in trials]
-    return best, records
+    return configs, records
 
 
 def _with(config: AttentionConfig, **changes: Any) -> AttentionConfig:
@@ -197,15 +203,8 @@ def profile(
     with sdpa_kernel(SDPBackend.MATH):
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     log("autotuning..." if tune else "using the default configs")
-    bases, trials = base_configs(shape, variants, tune, q, k, v, repeats, tune_budget_s)
-    specs, seen = [], set()
-    for base in bases:
-        for budget in budgets:
-            config = _with(base, maxnreg=budget)
-            if config not in seen:
-                seen.add(config)
-                specs.append(row_spec("cbkernels", config.params()))
-    specs += [row_spec(f"sdpa-{name}") for name in backends]
+    configs, trials = base_configs(shape, variants, budgets, tune, q, k, v, repeats, tune_budget_s)
+    specs = [row_spec("cbkernels", c.params()) for c in configs] + [row_spec(f"sdpa-{n}") for n in backends]
     rows = []
     for spec in specs:
         rows.append(measure_row(spec, shape, q, k, v, ref, repeats))
