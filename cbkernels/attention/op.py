@@ -18,6 +18,8 @@ TMA_ALIGN_BYTES = 16
 # The smallest tile edge tl.dot takes.
 MIN_DOT = 16
 LOG2_E = 1.4426950408889634
+# Programs are laid out (query blocks, batch x heads): CUDA's second grid dimension holds 65,535.
+MAX_GRID_Y = 65535
 
 
 def interpreting() -> bool:
@@ -63,6 +65,8 @@ def check_inputs(q: Any, k: Any, v: Any, scale: float | None) -> None:
         raise ValueError(f"k and v must have the same sequence length: {k.shape[2]} and {v.shape[2]}")
     if k.shape[2] < 1:
         raise ValueError("k and v need at least one token (softmax over nothing is undefined)")
+    if b * h > MAX_GRID_Y:
+        raise ValueError(f"batch x heads must be at most {MAX_GRID_Y} (one grid row each), not {b * h}")
     if q.device.type != "cuda" and not (q.device.type == "cpu" and interpreting()):
         raise ValueError(
             f"the tensors are on {q.device}: the kernel needs a CUDA GPU "

@@ -47,7 +47,7 @@ def sm_limits(device: Any) -> SMLimits:
     capability = (props.major, props.minor)
     return SMLimits(
         regs=int(getattr(props, "regs_per_multiprocessor", 65536)),
-        threads=int(props.max_threads_per_multi_processor),
+        threads=int(getattr(props, "max_threads_per_multi_processor", 2048)),
         blocks=MAX_BLOCKS_PER_SM.get(capability, 32),
         shared_bytes=int(getattr(props, "shared_memory_per_multiprocessor", 233472)),
         warp_size=int(getattr(props, "warp_size", 32)),

@@ -165,6 +165,12 @@ def test_a_head_dim_over_256_and_a_bad_scale_are_refused() -> None:
         attention(q, k, v, scale=-1.0)
 
 
+def test_more_batch_x_heads_than_one_grid_dimension_holds_is_refused() -> None:
+    q = torch.zeros(1, 65536, 1, 16, dtype=torch.float16)
+    with pytest.raises(ValueError, match="batch x heads must be at most 65535"):
+        attention(q, q, q)
+
+
 def test_cpu_tensors_without_the_interpreter_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRITON_INTERPRET")
     q, k, v = qkv(1, 1, 4, 4, 16, torch.float16)
