@@ -25,7 +25,8 @@ def test_the_candidates_put_hopper_first_and_include_register_lean_tiles() -> No
     hopper = candidate_configs(64, (9, 0))
     assert hopper[0].variant == "tma" and hopper[-1].variant == "pointer"
     assert AttentionConfig(128, 64, 8, 3, 128, "tma") in hopper
-    assert any(c.warp_specialize for c in hopper)
+    assert not any(c.warp_specialize for c in hopper)
+    assert any(c.warp_specialize for c in candidate_configs(64, (10, 0)))
     ampere = candidate_configs(128, (8, 0))
     assert {c.variant for c in ampere} == {"pointer"} and not any(c.warp_specialize for c in ampere)
     assert all(c.block_m <= 128 and c.block_n <= 32 for c in candidate_configs(256, (9, 0)))
