@@ -2,4 +2,5 @@
 
 from cbkernels.profile.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (as tools that walk packages do) runs nothing
+    raise SystemExit(main())
