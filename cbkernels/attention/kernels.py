@@ -15,11 +15,12 @@ Whether Triton interprets these kernels on the CPU is decided when this module i
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from cbkernels.attention.op import interpreting
 
 
 def _interpreter_fixes() -> None:
@@ -59,7 +60,7 @@ def _interpreter_fixes() -> None:
     builder.create_dot = create_dot
 
 
-if os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "on", "yes"):
+if interpreting():
     _interpreter_fixes()
 
 
