@@ -239,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor_cli.register(sub)
     sweep_cli.register(sub)
+    # cbkernels stands apart from the engine (it runs on GPU machines without the engine's dependencies):
+    # the engine reaches it, never the reverse; its parser imports neither torch nor Triton.
+    from cbkernels.profile import cli as kernels_cli
+
+    kernels_cli.register(sub)
     for ep in entry_points(group="consumerbench.commands"):
         try:
             register = ep.load()

@@ -307,3 +307,15 @@ def test_submit_says_a_cancelled_run_is_partial_and_fails_it(capsys) -> None:
     # A run that ended before it had a summary (an older server, or cancelled before it started).
     assert _report_submitted(_submitted("cancelled", None), None) == EXIT_PROBLEMS
     assert "run 7 cancelled: partial" in capsys.readouterr().out
+
+
+def test_kernels_profile_is_reached_through_the_engine_cli_and_says_when_there_is_no_gpu() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is visible: the no-GPU path cannot be taken here")
+    out = cli("kernels", "profile", "--shape", "1,2,64,64", "--no-ncu")
+    assert out.returncode == 2
+    assert "error: no CUDA GPU visible to PyTorch" in out.stderr
+    helped = cli("kernels", "profile", "--help")
+    assert helped.returncode == 0 and "--maxnreg LIST" in helped.stdout
