@@ -104,6 +104,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--autotune", action="store_true", help="search the candidate configs first (minutes)"
     )
     parser.add_argument(
+        "--tune-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --autotune: stop the search after S seconds and keep the best so far",
+    )
+    parser.add_argument(
         "--ncu",
         action=argparse.BooleanOptionalAction,
         default=None,

@@ -86,3 +86,28 @@ def test_the_table_shows_each_row_the_reason_of_a_failed_one_and_the_ncu_status(
     assert tma.split()[:9] == ["tma-128x64-w4-s3", "cbkernels", "640.0", "375", "1.07", "168", "0", "65", "-"]
     assert "flash (sdpa-flash): RuntimeError: No available kernel. Aborting execution." in lines
     assert lines[-1] == "ncu: not used (ncu (Nsight Compute) not found)"
+
+
+def test_the_device_scripts_arguments_parse() -> None:
+    # studies/kernels/device.sh's profile steps: an argument the parser lacks would cost a GPU session.
+    import argparse
+
+    from cbkernels.profile.cli import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--shape",
+            "2,24,4429,64",
+            "--dtype",
+            "bf16",
+            "--autotune",
+            "--tune-budget",
+            "90",
+            "--ncu",
+            "--ncu-timeout",
+            "80",
+        ]
+    )
+    assert (args.tune_budget, args.ncu, args.ncu_timeout, args.autotune) == (90.0, True, 80.0, True)
