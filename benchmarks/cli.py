@@ -31,6 +31,7 @@ from benchmarks.progress import RunProgress
 from benchmarks.results import (
     ATTAINMENT_OF_REQUESTED,
     ResultDocument,
+    accelerators,
     default_out_dir,
     headline,
     quality_table,
@@ -445,7 +446,8 @@ class Progress:
 
 def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
-    figure (when any application has one), then the run's figures."""
+    figure (when any application has one), then the run's figures and where each node ran (its
+    accelerator, ``benchmarks.results.accelerators``)."""
     rows = [("node", "type", "status", "served/requested", "SLO met", "metric", "p50", "p99", "load")]
     status = {n.name: n.status for n in result.nodes}
     of_requested = f" {ATTAINMENT_OF_REQUESTED}" if result.partial() else ""
@@ -481,6 +483,11 @@ def summary_table(result: ResultDocument) -> str:
         f"run {result.status}: {figure}, makespan {_secs(result.makespan_s)}, "
         f"fairness {'-' if fair is None else f'{fair:.3f}'}"
     )
+    used = accelerators(
+        result.model_dump(include={"nodes": True, "applications": {"__all__": {"name", "loaded"}}})
+    )
+    if used:
+        lines.append("ran on: " + "; ".join(used))
     return "\n".join(lines)
 
 

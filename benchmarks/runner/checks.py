@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchmarks.apps import app_type
 from benchmarks.apps.base import arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy
-from benchmarks.platform import gpus
+from benchmarks.platform import NO_GPU, has_gpu
 from benchmarks.spec.model import Application, Path_, Workflow
 
 
@@ -20,13 +20,14 @@ class PreflightError(RuntimeError):
 def resolve_device(unit: Application) -> str:
     """Return ``gpu`` or ``cpu``: the device a unit runs on here (recorded as the node's ``device``).
 
-    ``auto`` takes the GPU when one is visible (a model server's client stays on the CPU: its model
-    runs in the server); ``gpu`` stays on the GPU, except that a unit whose
+    ``auto`` takes the GPU when there is one (an NVIDIA GPU, or Apple silicon's Metal:
+    ``benchmarks.platform.has_gpu``; a model server's client stays on the CPU: its model runs in the
+    server); ``gpu`` stays on the GPU, except that a unit whose
     type does no GPU work (Sleep, Synthetic's CPU load) runs on the CPU when no GPU is visible.
     """
     if unit.device == "cpu" or unit.server is not None:  # a server's client runs no model here
         return "cpu"
-    if gpus():
+    if has_gpu():
         return "gpu"
     uses_gpu = app_type(unit).uses_gpu
     if unit.device == "gpu" and (uses_gpu is None or uses_gpu(unit)):
@@ -61,14 +62,8 @@ def machine_problems(unit: Application, files: FilePolicy = UNRESTRICTED) -> lis
     if files.unit_problems(unit):
         return []
     problems: list[tuple[Path_, str]] = []
-    if resolve_device(unit) == "gpu" and not gpus():
-        problems.append(
-            (
-                ("device",),
-                f"unit '{unit.name}' asks for device: gpu, but no NVIDIA GPU is visible here "
-                "(NVML found none); use device: cpu or auto, or run it on a GPU worker",
-            )
-        )
+    if resolve_device(unit) == "gpu" and not has_gpu():
+        problems.append((("device",), f"unit '{unit.name}' asks for {NO_GPU}"))
     check = app_type(unit).check
     if check is not None:
         problems.extend(((), p) for p in check(unit, files))
