@@ -39,7 +39,7 @@ from benchmarks.results import (
     write_bundle,
 )
 from benchmarks.runmeta import MetaError, check_meta, parse_meta_args
-from benchmarks.runner import PreflightError, machine_problems, run_workflow
+from benchmarks.runner import PreflightError, machine_problems, memory_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
 from benchmarks.spec.model import WEIGHTS, SpecError, Workflow, WorkflowValidationError
@@ -278,9 +278,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         problems: list[SpecError] = []
         try:
-            load_file(path, unit_checks=checks, weights=args.weights)
+            workflow = load_file(path, unit_checks=checks, weights=args.weights)
         except WorkflowValidationError as exc:
             problems = exc.errors
+        else:
+            if args.check_files:  # what the units need together: their models' memory on the CPU
+                problems = [SpecError((), None, message) for message in memory_problems(workflow)]
         report[str(path)] = [p.to_dict() for p in problems]
         if not args.json:
             if problems:

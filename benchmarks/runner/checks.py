@@ -5,7 +5,9 @@ from __future__ import annotations
 from benchmarks.apps import app_type
 from benchmarks.apps.base import arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy
+from benchmarks.models import random_twin
 from benchmarks.platform import NO_GPU, has_gpu
+from benchmarks.spec.graph import concurrent_sets_max
 from benchmarks.spec.model import Application, Path_, Workflow
 
 
@@ -49,6 +51,55 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
         message if f"unit '{name}'" in message else f"unit '{name}': {message}"
         for name, unit in workflow.applications.items()
         for _, message in machine_problems(unit, files)
+    ] + memory_problems(workflow)
+
+
+def cpu_model_bytes(workflow: Workflow) -> dict[str, int]:
+    """Return, for each node that loads a random model (``NAME@random``) on the CPU, the memory its
+    weights take there (``RandomModel.memory_bytes``) times its sessions (each loads its own copy).
+
+    A model server's clients load nothing (their model is the server's node, counted once); models read
+    from files are left out (their size is the file's, which the run does not need to guess).
+    """
+    need = {}
+    for name in workflow.nodes:
+        unit = workflow.unit_of(name)
+        model = unit.model or ""
+        twin = random_twin(model) if model.endswith("@random") else None
+        if twin is not None and unit.server is None and resolve_device(unit) == "cpu":
+            need[name] = twin.memory_bytes("cpu") * unit.concurrency
+    return need
+
+
+def memory_problems(workflow: Workflow, available_bytes: int | None = None) -> list[str]:
+    """Return the problem, as one sentence, when the random models of nodes that can run at the same
+    time on the CPU do not fit together in the memory available (``available_bytes``, default: what
+    psutil reports now); empty when they fit.
+
+    The largest such set is the DAG's maximum-weight set of nodes that may overlap
+    (``concurrent_sets_max``), weighted by ``cpu_model_bytes``. One model alone that does not fit is the
+    unit's own problem (``benchmarks.models.check_model``) and is not repeated here.
+    """
+    need = cpu_model_bytes(workflow)
+    if not need:
+        return []
+    total, chosen = concurrent_sets_max(workflow, need)
+    if available_bytes is None:
+        import psutil
+
+        available_bytes = int(psutil.virtual_memory().available)
+    alone = len(chosen) == 1 and workflow.unit_of(chosen[0]).concurrency == 1
+    if total <= available_bytes or alone:
+        return []
+    parts = []
+    for name in sorted(chosen):
+        unit = workflow.unit_of(name)
+        sessions = f" x {unit.concurrency} sessions" if unit.concurrency > 1 else ""
+        parts.append(f"{name} ({unit.model}{sessions}, {need[name] / 1e9:.1f} GB)")
+    return [
+        f"nodes that can run at the same time load random models on the CPU that need about "
+        f"{total / 1e9:.1f} GB of memory together, and this machine has {available_bytes / 1e9:.1f} GB "
+        f"available: {', '.join(parts)}; make some depend_on the others, use device: gpu or smaller models"
     ]
 
 
