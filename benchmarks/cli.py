@@ -52,7 +52,12 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # An engine command loads no plugged-in command: the web extra's `worker` imports Django and Celery,
+    # and `consumerbench doctor` must run where only the engine is installed (a GPU machine's image).
+    parser = build_parser(plugins=False)
+    if not argv or argv[0] not in _commands(parser):
+        parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
@@ -116,8 +121,19 @@ def scheduler_choice(workflow: Workflow, args: argparse.Namespace) -> tuple[str,
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with the engine's commands and every plugged-in command."""
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    """Return the names of a parser's sub-commands."""
+    return {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+
+
+def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """Return the argument parser with the engine's commands and, with ``plugins``, every plugged-in
+    command (the ``consumerbench.commands`` entry points)."""
     parser = argparse.ArgumentParser(prog="consumerbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(title="commands")
 
@@ -240,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor_cli.register(sub)
     sweep_cli.register(sub)
-    for ep in entry_points(group="consumerbench.commands"):
+    for ep in entry_points(group="consumerbench.commands") if plugins else ():
         try:
             register = ep.load()
         except ImportError as exc:
