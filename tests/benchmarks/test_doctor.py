@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.doctor import CHECKS, Check, check_gpu
-from benchmarks.platform import gpus
+from benchmarks.doctor import CHECKS, Check, check_accelerator, check_gpu
+from benchmarks.platform import accelerator, gpus, has_gpu
 from tests.benchmarks.test_engine_isolation import WEB_STACK, run_without
 
 ROOT = Path(__file__).parents[2]
@@ -30,6 +30,7 @@ def test_doctor_answers_every_check_and_exits_0_whatever_is_missing():
         "llama.cpp GPU offload",
         "CTranslate2 CUDA",
         "torch GPU",
+        "device: gpu",
         "NVML (GPU utilisation, memory, power)",
         "NVML GPM (SM activity, occupancy)",
         "DCGM (dcgmi dmon)",
@@ -46,6 +47,15 @@ def test_the_text_report_prints_the_fix_under_each_missing_piece():
     for n, line in enumerate(lines):
         if line.startswith("no "):
             assert lines[n + 1].strip().startswith("fix: ")
+
+
+def test_the_device_check_says_where_device_gpu_runs_as_a_run_gets_it():
+    check = check_accelerator()
+    assert check.ok == has_gpu()
+    if check.ok:
+        assert check.detail == f"runs on {accelerator('gpu').label}"
+    else:
+        assert "refused" in check.detail and check.fix
 
 
 def test_the_gpu_check_agrees_with_nvml():
