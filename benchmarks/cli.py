@@ -31,6 +31,7 @@ from benchmarks.progress import RunProgress
 from benchmarks.results import (
     ATTAINMENT_OF_REQUESTED,
     ResultDocument,
+    accelerators,
     default_out_dir,
     headline,
     quality_table,
@@ -38,7 +39,7 @@ from benchmarks.results import (
     write_bundle,
 )
 from benchmarks.runmeta import MetaError, check_meta, parse_meta_args
-from benchmarks.runner import PreflightError, machine_problems, run_workflow
+from benchmarks.runner import PreflightError, machine_problems, memory_problems, run_workflow
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
 from benchmarks.spec.model import WEIGHTS, SpecError, Workflow, WorkflowValidationError
@@ -51,7 +52,12 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # An engine command loads no plugged-in command: the web extra's `worker` imports Django and Celery,
+    # and `consumerbench doctor` must run where only the engine is installed (a GPU machine's image).
+    parser = build_parser(plugins=False)
+    if not argv or argv[0] not in _commands(parser):
+        parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
@@ -115,8 +121,19 @@ def scheduler_choice(workflow: Workflow, args: argparse.Namespace) -> tuple[str,
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with the engine's commands and every plugged-in command."""
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    """Return the names of a parser's sub-commands."""
+    return {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+
+
+def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """Return the argument parser with the engine's commands and, with ``plugins``, every plugged-in
+    command (the ``consumerbench.commands`` entry points)."""
     parser = argparse.ArgumentParser(prog="consumerbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(title="commands")
 
@@ -244,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cbkernels.profile import cli as kernels_cli
 
     kernels_cli.register(sub)
-    for ep in entry_points(group="consumerbench.commands"):
+    for ep in entry_points(group="consumerbench.commands") if plugins else ():
         try:
             register = ep.load()
         except ImportError as exc:
@@ -282,9 +299,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         problems: list[SpecError] = []
         try:
-            load_file(path, unit_checks=checks, weights=args.weights)
+            workflow = load_file(path, unit_checks=checks, weights=args.weights)
         except WorkflowValidationError as exc:
             problems = exc.errors
+        else:
+            if args.check_files:  # what the units need together: their models' memory on the CPU
+                problems = [SpecError((), None, message) for message in memory_problems(workflow)]
         report[str(path)] = [p.to_dict() for p in problems]
         if not args.json:
             if problems:
@@ -450,7 +470,8 @@ class Progress:
 
 def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
-    figure (when any application has one), then the run's figures."""
+    figure (when any application has one), then the run's figures and where each node ran (its
+    accelerator, ``benchmarks.results.accelerators``)."""
     rows = [("node", "type", "status", "served/requested", "SLO met", "metric", "p50", "p99", "load")]
     status = {n.name: n.status for n in result.nodes}
     of_requested = f" {ATTAINMENT_OF_REQUESTED}" if result.partial() else ""
@@ -486,6 +507,11 @@ def summary_table(result: ResultDocument) -> str:
         f"run {result.status}: {figure}, makespan {_secs(result.makespan_s)}, "
         f"fairness {'-' if fair is None else f'{fair:.3f}'}"
     )
+    used = accelerators(
+        result.model_dump(include={"nodes": True, "applications": {"__all__": {"name", "loaded"}}})
+    )
+    if used:
+        lines.append("ran on: " + "; ".join(used))
     return "\n".join(lines)
 
 

@@ -99,6 +99,15 @@ def check_torch() -> Check:
     return Check("torch GPU", False, f"torch {torch.__version__} sees neither CUDA nor MPS", fix)
 
 
+def check_accelerator() -> Check:
+    """Where ``device: gpu`` runs here: ``benchmarks.platform.accelerator``'s answer, as a run gets it."""
+    try:
+        chosen = platform.accelerator("gpu")
+    except ValueError:
+        return Check("device: gpu", False, "no GPU: units with device: gpu are refused", FIX_DRIVER)
+    return Check("device: gpu", True, f"runs on {chosen.label}")
+
+
 def _source_check(name: str, what: str, fix: str) -> Callable[[], Check]:
     def check() -> Check:
         source = SOURCES[name]()
@@ -120,6 +129,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_llama_offload,
     check_ctranslate2,
     check_torch,
+    check_accelerator,
     _source_check(
         "nvml", "NVML (GPU utilisation, memory, power)", "install nvidia-ml-py and the NVIDIA driver"
     ),

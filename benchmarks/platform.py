@@ -1,4 +1,6 @@
-"""Fingerprint of the machine a run executes on (CPU, RAM, OS, GPU, driver, library versions)."""
+"""The machine a run executes on: its fingerprint (CPU, RAM, OS, GPU, driver, library versions), what
+its libraries can use (CTranslate2's CUDA, llama.cpp's offload), and where ``device: gpu`` runs
+(``accelerator``: CUDA, Apple's Metal or the CPU)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import os
 import platform as _platform
 import socket
 import sys
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
@@ -141,3 +144,72 @@ def llama_gpu_offload() -> bool:
     except ImportError:
         return False
     return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+# --- Where ``device: gpu`` runs: the one decision every application asks ---------------------------
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What decides where ``device: gpu`` runs on this machine: the NVIDIA GPUs NVML sees (names, in
+    ``CUDA_VISIBLE_DEVICES`` order) and whether it is Apple silicon (macOS on arm64). ``here()`` reads
+    them; tests inject them (Apple hardware is absent where the tests run)."""
+
+    nvidia_gpus: tuple[str, ...] = ()
+    apple_silicon: bool = False
+
+    @classmethod
+    def here(cls) -> PlatformFacts:
+        """Return the facts of this machine."""
+        return cls(
+            nvidia_gpus=tuple(g["name"] for g in gpus()),
+            apple_silicon=sys.platform == "darwin" and _platform.machine() == "arm64",
+        )
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """Where one application runs: ``kind`` cuda, mps (Apple's Metal) or cpu, and ``label``, what the
+    result records, e.g. ``cuda:0 (NVIDIA H200)``, ``mps (Apple silicon)``, ``cpu``."""
+
+    kind: Literal["cuda", "mps", "cpu"]
+    label: str
+
+    @property
+    def torch_device(self) -> str:
+        """Return the torch device string: ``cuda``, ``mps`` or ``cpu``."""
+        return self.kind
+
+    @property
+    def gpu_layers(self) -> int:
+        """Return llama.cpp's ``n_gpu_layers``: every layer on CUDA or Metal (-1), none on the CPU."""
+        return 0 if self.kind == "cpu" else -1
+
+
+CPU = Accelerator("cpu", "cpu")
+NO_GPU = (
+    "device: gpu, but this machine has no GPU the engine can use: NVML sees no NVIDIA GPU and it is not "
+    "Apple silicon; use device: cpu or auto, or run it on a GPU worker"
+)
+
+
+def has_gpu(facts: PlatformFacts | None = None) -> bool:
+    """Return whether ``device: gpu`` can run here (an NVIDIA GPU, or Apple silicon's Metal)."""
+    facts = facts or PlatformFacts.here()
+    return bool(facts.nvidia_gpus) or facts.apple_silicon
+
+
+def accelerator(device: str, facts: PlatformFacts | None = None) -> Accelerator:
+    """Return the accelerator a unit placed on ``device`` (``gpu`` or ``cpu``, as the runner resolved
+    it) uses: CUDA's first visible device where NVML sees an NVIDIA GPU, else Metal (torch ``mps``,
+    llama.cpp's Metal offload) on Apple silicon, and the CPU for ``cpu``. Raises ValueError (``NO_GPU``)
+    for ``gpu`` on a machine with neither. Every application asks this function, so CUDA and Metal are
+    decided in one place."""
+    if device == "cpu":
+        return CPU
+    facts = facts or PlatformFacts.here()
+    if facts.nvidia_gpus:
+        return Accelerator("cuda", f"cuda:0 ({facts.nvidia_gpus[0]})")
+    if facts.apple_silicon:
+        return Accelerator("mps", "mps (Apple silicon)")
+    raise ValueError(NO_GPU)

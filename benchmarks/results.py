@@ -12,7 +12,7 @@ import csv
 import json
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -216,6 +216,29 @@ class ResultDocument(_Strict):
         if not failed:
             return None
         return "; ".join(f"node '{n.name}' {n.status}: {n.reason or 'no reason given'}" for n in failed)
+
+
+def accelerators(result: Mapping[str, Any]) -> list[str]:
+    """Return ``node: accelerator`` for each node that ran a model, from a ``result.json`` mapping (a
+    ``ResultDocument``'s ``model_dump()`` or what the web stores): the accelerator it really used
+    (``cuda:0 (NVIDIA H200)``, ``mps (Apple silicon)``, ``cpu``; ``benchmarks.platform.accelerator``),
+    the captions backend ``backend: auto`` chose and why, and for a model server's client the server
+    that ran its model. Results written before the accelerator was recorded give none."""
+    lines = []
+    for node in result.get("nodes", []):
+        server = node.get("server") or {}
+        if server.get("accelerator"):
+            lines.append(f"{node['name']}: {server['accelerator']} ({server.get('backend', 'server')})")
+    for app in result.get("applications", []):
+        loaded = app.get("loaded") or {}
+        if loaded.get("accelerator"):
+            line = f"{app['name']}: {loaded['accelerator']}"
+            if loaded.get("backend_choice"):
+                line += f" ({loaded.get('backend')}; {loaded['backend_choice']})"
+            lines.append(line)
+        elif loaded.get("backend") == "server" and loaded.get("server"):
+            lines.append(f"{app['name']}: through model server '{loaded['server']}'")
+    return lines
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.apps.runtime import setup_torch
 from benchmarks.models import ResolvedModel
 from benchmarks.models.random_whisper import build_random_whisper
+from benchmarks.platform import accelerator
 
 if TYPE_CHECKING:
     # Not at run time: see test_app_process_entry_does_not_load_numpy (llama.cpp's CUDA build).
@@ -85,8 +86,9 @@ def choose_backend(requested: str, model_format: str, device: str, ct2_cuda_devi
         return BackendChoice("faster_whisper", f"auto: CTranslate2 sees {ct2_cuda_devices} CUDA device(s)")
     raise ValueError(
         "device: gpu with a CTranslate2 model, but CTranslate2 sees no CUDA device (its cuBLAS 12 and "
-        "cuDNN 9 libraries are missing; `consumerbench doctor` says what to install); or name a "
-        "transformers Whisper (a hub id, a folder, NAME@random) to run on the transformers backend"
+        "cuDNN 9 libraries are missing; `consumerbench doctor` says what to install; on Apple silicon "
+        "CTranslate2 has no Metal backend); or name a transformers Whisper (a hub id, a folder, "
+        "NAME@random) to run on the transformers backend"
     )
 
 
@@ -111,7 +113,13 @@ class FasterWhisperBackend:
     def __init__(self, model: ResolvedModel, settings: DecodeSettings) -> None:
         from faster_whisper import WhisperModel
 
-        gpu = settings.device == "gpu"
+        self.accelerator = accelerator(settings.device)
+        gpu = self.accelerator.kind != "cpu"
+        if self.accelerator.kind == "mps":
+            raise ValueError(
+                "device: gpu on Apple silicon, but CTranslate2 (faster-whisper) has no Metal backend; "
+                "use backend: transformers (mps) or device: cpu"
+            )
         if gpu:
             import ctranslate2
 
@@ -125,7 +133,7 @@ class FasterWhisperBackend:
         self.max_new_tokens = settings.max_new_tokens
         self.model: Any = WhisperModel(
             str(model.path or model.hub_id),
-            device="cuda" if gpu else "cpu",
+            device=self.accelerator.torch_device,
             compute_type=self.compute_type,
             cpu_threads=self.threads,
         )
@@ -134,6 +142,7 @@ class FasterWhisperBackend:
         """Return what the result records about the loaded backend."""
         return {
             "backend": self.name,
+            "accelerator": self.accelerator.label,
             "compute_type": self.compute_type,
             "threads": self.threads,
             "max_new_tokens": self.max_new_tokens,
@@ -183,8 +192,9 @@ class TransformersWhisperBackend:
         import torch
 
         self.torch = torch
-        self.device, self.threads = setup_torch(torch, settings.device, settings.threads)
-        self.dtype_name = settings.compute_type or ("float16" if self.device == "cuda" else "float32")
+        self.accelerator, self.threads = setup_torch(torch, settings.device, settings.threads)
+        self.device = self.accelerator.torch_device
+        self.dtype_name = settings.compute_type or ("float32" if self.device == "cpu" else "float16")
         if self.dtype_name not in TORCH_DTYPES:
             raise ValueError(
                 f"compute_type '{self.dtype_name}' is not one the transformers backend takes: "
@@ -222,6 +232,7 @@ class TransformersWhisperBackend:
         return {
             "backend": self.name,
             "device": self.device,
+            "accelerator": self.accelerator.label,
             "dtype": self.dtype_name,
             "threads": self.threads,
             "max_new_tokens": self.max_new_tokens,

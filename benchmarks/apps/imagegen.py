@@ -18,7 +18,7 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
-from benchmarks.apps.runtime import setup_torch, share_cpu_politely
+from benchmarks.apps.runtime import setup_torch, share_cpu_politely, synchronize
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.metrics import QualityMeasure, metric_count, series_rate
@@ -86,10 +86,11 @@ class ImageGenDriver(Driver):
 
         opts = self.options
         self.torch = torch
-        self.device, threads = setup_torch(torch, self.ctx.device, opts.n_threads)
+        self.accelerator, threads = setup_torch(torch, self.ctx.device, opts.n_threads)
+        self.device = self.accelerator.torch_device
         prompts = prompts_input(self.unit, PROMPTS)
         self.prompts = load_prompts(prompts, self.ctx.files)
-        name = opts.dtype if opts.dtype != "auto" else ("float16" if self.device == "cuda" else "float32")
+        name = opts.dtype if opts.dtype != "auto" else ("float32" if self.device == "cpu" else "float16")
         dtype = getattr(torch, name)
         model: ResolvedModel = self.ctx.files.resolve_model(self.unit, FORMATS, "ImageGen")
         if model.random is not None:
@@ -116,6 +117,7 @@ class ImageGenDriver(Driver):
             "pipeline": family,
             "dtype": name,
             "device": self.device,
+            "accelerator": self.accelerator.label,
             "threads": threads,
             "prompts": prompts.name,
         }
@@ -200,8 +202,7 @@ class ImageGenDriver(Driver):
 
     def _sync(self) -> None:
         """Wait for the GPU's queued work, so that times and gate releases mean the work is done."""
-        if self.device == "cuda":
-            self.torch.cuda.synchronize()
+        synchronize(self.torch, self.accelerator)
 
     def _encode(self, prompt: str, guided: bool) -> dict[str, Any]:
         """Return the pipeline's prompt embedding arguments (computed here so their time is known)."""

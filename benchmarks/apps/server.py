@@ -37,6 +37,7 @@ from benchmarks.apps.runtime import default_threads
 from benchmarks.apps.textgen import local_file
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.models import resolve
+from benchmarks.platform import accelerator
 from benchmarks.spec.model import AppOptions
 
 if TYPE_CHECKING:
@@ -163,6 +164,8 @@ class ServerDriver(Driver):
         self.log_path = folder / "server.log"
         self.model_folder = str(path.parent)
         threads = opts.n_threads or default_threads()
+        # llama-server offloads to whatever GPU backend it was built with (CUDA or Metal).
+        chosen = accelerator(self.ctx.device)
         for attempt in range(1, PORT_ATTEMPTS + 1):
             port = free_port()
             command = [
@@ -182,7 +185,7 @@ class ServerDriver(Driver):
                 "--threads",
                 str(threads),
                 "--n-gpu-layers",
-                "all" if self.ctx.device == "gpu" else "0",
+                "all" if chosen.gpu_layers else "0",
                 "--seed",
                 str(self.ctx.seed),
                 "--no-webui",
@@ -196,6 +199,7 @@ class ServerDriver(Driver):
         return {
             **model.record(),
             "backend": "llama-server",
+            "accelerator": chosen.label,
             "url": self.url,
             "port": port,
             "pid": self.proc.pid,

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord
 from benchmarks.clock import now
+from benchmarks.platform import accelerator
 from benchmarks.spec.model import Application, AppOptions
 
 
@@ -39,12 +40,16 @@ class SyntheticDriver(Driver):
         if self.options.load == "torch":
             import torch
 
-            device = "cuda" if self.ctx.device == "gpu" else "cpu"
+            chosen = accelerator(self.ctx.device)
             gen = torch.Generator(device="cpu").manual_seed(self.ctx.seed)
             n = self.options.matrix_size
-            a = torch.randn(n, n, generator=gen).to(device)
+            a = torch.randn(n, n, generator=gen).to(chosen.torch_device)
             self._torch_state = (torch, a)
-            return {"model": "random", "config": {"matrix_size": n, "device": device}}
+            return {
+                "model": "random",
+                "accelerator": chosen.label,
+                "config": {"matrix_size": n, "device": chosen.torch_device},
+            }
         return {"model": None}
 
     def run_request(self, record: RequestRecord, payload: Any) -> None:

@@ -34,6 +34,7 @@ from benchmarks.apps.runtime import default_threads, setup_torch, share_cpu_poli
 from benchmarks.clock import now
 from benchmarks.models import ResolvedModel
 from benchmarks.models.random_llama import random_gguf
+from benchmarks.platform import accelerator
 
 Messages = Sequence[dict[str, str]]
 StepGate = Callable[[str], AbstractContextManager[None]]
@@ -74,7 +75,8 @@ class Generation:
 
 
 class LlamaCppGenerator:
-    """llama-cpp-python on a GGUF file; ``device`` gpu offloads every layer, cpu none."""
+    """llama-cpp-python on a GGUF file; ``device`` gpu offloads every layer (CUDA or Metal, whichever the
+    build has: ``benchmarks.platform.accelerator`` says which the machine offers), cpu none."""
 
     backend = "llama_cpp"
 
@@ -92,16 +94,17 @@ class LlamaCppGenerator:
         if device == "gpu" and not llama_cpp.llama_supports_gpu_offload():
             # Otherwise n_gpu_layers is ignored and a "GPU" run silently measures the CPU.
             raise ValueError(
-                "device: gpu, but this llama-cpp-python was built without GPU support; reinstall it with "
-                "CMAKE_ARGS=-DGGML_CUDA=on, or use backend: transformers"
+                "device: gpu, but this llama-cpp-python was built without GPU support; rebuild it with "
+                "make install GPU=cuda (Apple silicon: GPU=metal), or use backend: transformers"
             )
+        self.accelerator = accelerator(device)
         self._llama_cpp = llama_cpp
         self.threads = n_threads or default_threads()
         self.path = path
         self.llm = Llama(
             model_path=str(path),
             n_ctx=n_ctx,
-            n_gpu_layers=-1 if device == "gpu" else 0,
+            n_gpu_layers=self.accelerator.gpu_layers,
             n_threads=self.threads,
             n_threads_batch=self.threads,
             seed=seed,
@@ -123,6 +126,7 @@ class LlamaCppGenerator:
         """Return what the result records about the loaded backend."""
         return {
             "backend": self.backend,
+            "accelerator": self.accelerator.label,
             "file": Path(self.path).name,
             "n_ctx": self.n_ctx,
             "threads": self.threads,
@@ -210,7 +214,8 @@ class TransformersGenerator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.torch = torch
-        self.device, self.threads = setup_torch(torch, device, n_threads)
+        self.accelerator, self.threads = setup_torch(torch, device, n_threads)
+        self.device = self.accelerator.torch_device
         kwargs: dict[str, Any] = {}
         path = local_file(model)
         if path is None and model.hub_id is not None:
@@ -220,7 +225,8 @@ class TransformersGenerator:
             where, kwargs["gguf_file"] = str(path.parent), path.name
         else:
             where = str(path)
-        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
+        # bfloat16 where CUDA runs it; Metal's bfloat16 needs macOS 14, float16 runs everywhere.
+        dtype = {"cuda": torch.bfloat16, "mps": torch.float16}.get(self.device, torch.float32)
         self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **kwargs)
         loaded: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
         self.model: Any = loaded.to(self.device).eval()
@@ -234,6 +240,7 @@ class TransformersGenerator:
         return {
             "backend": self.backend,
             "device": self.device,
+            "accelerator": self.accelerator.label,
             "threads": self.threads,
             "dtype": str(self.model.dtype).removeprefix("torch."),
         }

@@ -13,7 +13,7 @@ knows of a node), ``process`` (inside an application process), ``records`` (requ
 ``result`` (the ResultDocument built from the node states and the records).
 """
 
-from benchmarks.runner.checks import PreflightError, machine_problems, preflight
+from benchmarks.runner.checks import PreflightError, machine_problems, memory_problems, preflight
 from benchmarks.runner.dag import TIME_LIMIT_REASON, RunSink, run_workflow
 from benchmarks.runner.records import RECORDS_DIR
 
@@ -23,6 +23,7 @@ __all__ = [
     "PreflightError",
     "RunSink",
     "machine_problems",
+    "memory_problems",
     "preflight",
     "run_workflow",
 ]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from benchmarks.apps import app_type
 from benchmarks.apps.base import arrival_offsets
 from benchmarks.files import UNRESTRICTED, FilePolicy
-from benchmarks.platform import gpus
+from benchmarks.models import random_twin
+from benchmarks.platform import NO_GPU, has_gpu
+from benchmarks.spec.graph import concurrent_sets_max
 from benchmarks.spec.model import Application, Path_, Workflow
 
 
@@ -20,13 +22,14 @@ class PreflightError(RuntimeError):
 def resolve_device(unit: Application) -> str:
     """Return ``gpu`` or ``cpu``: the device a unit runs on here (recorded as the node's ``device``).
 
-    ``auto`` takes the GPU when one is visible (a model server's client stays on the CPU: its model
-    runs in the server); ``gpu`` stays on the GPU, except that a unit whose
+    ``auto`` takes the GPU when there is one (an NVIDIA GPU, or Apple silicon's Metal:
+    ``benchmarks.platform.has_gpu``; a model server's client stays on the CPU: its model runs in the
+    server); ``gpu`` stays on the GPU, except that a unit whose
     type does no GPU work (Sleep, Synthetic's CPU load) runs on the CPU when no GPU is visible.
     """
     if unit.device == "cpu" or unit.server is not None:  # a server's client runs no model here
         return "cpu"
-    if gpus():
+    if has_gpu():
         return "gpu"
     uses_gpu = app_type(unit).uses_gpu
     if unit.device == "gpu" and (uses_gpu is None or uses_gpu(unit)):
@@ -48,6 +51,55 @@ def preflight(workflow: Workflow, files: FilePolicy = UNRESTRICTED) -> list[str]
         message if f"unit '{name}'" in message else f"unit '{name}': {message}"
         for name, unit in workflow.applications.items()
         for _, message in machine_problems(unit, files)
+    ] + memory_problems(workflow)
+
+
+def cpu_model_bytes(workflow: Workflow) -> dict[str, int]:
+    """Return, for each node that loads a random model (``NAME@random``) on the CPU, the memory its
+    weights take there (``RandomModel.memory_bytes``) times its sessions (each loads its own copy).
+
+    A model server's clients load nothing (their model is the server's node, counted once); models read
+    from files are left out (their size is the file's, which the run does not need to guess).
+    """
+    need = {}
+    for name in workflow.nodes:
+        unit = workflow.unit_of(name)
+        model = unit.model or ""
+        twin = random_twin(model) if model.endswith("@random") else None
+        if twin is not None and unit.server is None and resolve_device(unit) == "cpu":
+            need[name] = twin.memory_bytes("cpu") * unit.concurrency
+    return need
+
+
+def memory_problems(workflow: Workflow, available_bytes: int | None = None) -> list[str]:
+    """Return the problem, as one sentence, when the random models of nodes that can run at the same
+    time on the CPU do not fit together in the memory available (``available_bytes``, default: what
+    psutil reports now); empty when they fit.
+
+    The largest such set is the DAG's maximum-weight set of nodes that may overlap
+    (``concurrent_sets_max``), weighted by ``cpu_model_bytes``. One model alone that does not fit is the
+    unit's own problem (``benchmarks.models.check_model``) and is not repeated here.
+    """
+    need = cpu_model_bytes(workflow)
+    if not need:
+        return []
+    total, chosen = concurrent_sets_max(workflow, need)
+    if available_bytes is None:
+        import psutil
+
+        available_bytes = int(psutil.virtual_memory().available)
+    alone = len(chosen) == 1 and workflow.unit_of(chosen[0]).concurrency == 1
+    if total <= available_bytes or alone:
+        return []
+    parts = []
+    for name in sorted(chosen):
+        unit = workflow.unit_of(name)
+        sessions = f" x {unit.concurrency} sessions" if unit.concurrency > 1 else ""
+        parts.append(f"{name} ({unit.model}{sessions}, {need[name] / 1e9:.1f} GB)")
+    return [
+        f"nodes that can run at the same time load random models on the CPU that need about "
+        f"{total / 1e9:.1f} GB of memory together, and this machine has {available_bytes / 1e9:.1f} GB "
+        f"available: {', '.join(parts)}; make some depend_on the others, use device: gpu or smaller models"
     ]
 
 
@@ -61,14 +113,8 @@ def machine_problems(unit: Application, files: FilePolicy = UNRESTRICTED) -> lis
     if files.unit_problems(unit):
         return []
     problems: list[tuple[Path_, str]] = []
-    if resolve_device(unit) == "gpu" and not gpus():
-        problems.append(
-            (
-                ("device",),
-                f"unit '{unit.name}' asks for device: gpu, but no NVIDIA GPU is visible here "
-                "(NVML found none); use device: cpu or auto, or run it on a GPU worker",
-            )
-        )
+    if resolve_device(unit) == "gpu" and not has_gpu():
+        problems.append((("device",), f"unit '{unit.name}' asks for {NO_GPU}"))
     check = app_type(unit).check
     if check is not None:
         problems.extend(((), p) for p in check(unit, files))

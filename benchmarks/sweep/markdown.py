@@ -98,6 +98,12 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _cell(text: str) -> str:
+    """Return text for one table cell: on one line (a preflight error lists its problems on several),
+    its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
     """Return one workflow's tables: per scheduler, then per application and scheduler."""
     lines = [
@@ -110,7 +116,7 @@ def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
     ]
     for scheduler, s in per.items():
         if not s.get("runs"):
-            lines.append(f"| {scheduler} | 0 | not run: {s.get('error')} | | | | | |")
+            lines.append(f"| {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | | | | | |")
             continue
         runs = s["per_run"]
         lines.append(

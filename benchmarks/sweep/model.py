@@ -325,6 +325,8 @@ class Sweep:
             if audio is not None:
                 for unit in units_of(data).values():
                     if unit["type"] == "LiveCaptions":
+                        # The original format's key for the audio is replaced too (one audio key).
+                        unit.pop("client_command_file", None)
                         unit["audio"] = audio
         out = apply_overrides(data, level.types, level.units)
         if self.spec.share_requests:

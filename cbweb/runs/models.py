@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmarks.models import random_substitution, random_weights_name
+from benchmarks.results import accelerators
 from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
@@ -107,6 +108,12 @@ class Run(models.Model):
     def scheduler_label(self) -> str:
         """The scheduler with the parameters it ran with that differ from its defaults."""
         return scheduler_label(self.scheduler, self.scheduler_params or {})
+
+    @property
+    def accelerators(self) -> list[str]:
+        """``node: accelerator`` for each node that ran a model (``benchmarks.results.accelerators``
+        over the stored result); empty before the run finished."""
+        return accelerators(self.result) if isinstance(self.result, dict) else []
 
     @property
     def random_weights(self) -> list[str]:

@@ -17,6 +17,7 @@ from benchmarks.results import (
     QualityRow,
     ResultDocument,
     SloRow,
+    accelerators,
     format_quality,
     headline,
     load_bundle,
@@ -313,3 +314,31 @@ def test_a_quality_figure_needs_a_number_a_unit_and_a_count() -> None:
         QualityFigure.model_validate({"value": 1.0, "unit": "images", "count": -1})
     with pytest.raises(ValidationError, match="unit"):
         QualityFigure.model_validate({"value": 1.0, "count": 1})
+
+
+def test_accelerators_name_each_nodes_device_the_captions_backend_chosen_and_a_clients_server() -> None:
+    result = {
+        "nodes": [
+            {"name": "llm", "server": {"backend": "llama-server", "accelerator": "cuda:0 (NVIDIA H200)"}},
+            {"name": "chat", "server": None},
+        ],
+        "applications": [
+            {"name": "chat", "loaded": {"backend": "server", "server": "llm"}},
+            {"name": "img", "loaded": {"accelerator": "mps (Apple silicon)"}},
+            {
+                "name": "cap",
+                "loaded": {
+                    "accelerator": "cpu",
+                    "backend": "faster_whisper",
+                    "backend_choice": "auto: a CTranslate2 model on the CPU",
+                },
+            },
+            {"name": "old", "loaded": {"backend": "llama_cpp"}},
+        ],
+    }
+    assert accelerators(result) == [
+        "llm: cuda:0 (NVIDIA H200) (llama-server)",
+        "chat: through model server 'llm'",
+        "img: mps (Apple silicon)",
+        "cap: cpu (faster_whisper; auto: a CTranslate2 model on the CPU)",
+    ]

@@ -32,4 +32,7 @@ def test_the_launch_form_runs_random_twins_and_the_run_page_names_them(page: Any
         page.locator("#launch").click()
     page.wait_for_selector("#run-status.succeeded", timeout=RUN_TIMEOUT_MS)
     assert page.inner_text("#random-weights") == "random weights: whisper-tiny.en -> whisper-tiny@random"
+    assert page.inner_text("#accelerators") == (
+        "captions: cpu (transformers; auto: the model is a transformers Whisper)"
+    )
     page.screenshot(path=str(ARTIFACTS / "weights-run.png"), full_page=True)

@@ -534,3 +534,13 @@ def test_a_start_together_member_killed_while_it_waits_for_the_go_does_not_hang_
     assert result.status == "cancelled"
     assert [(n.name, n.status) for n in result.nodes] == [("quick", "stopped"), ("slow", "stopped")]
     assert all(not a.requests for a in result.applications)
+
+
+def test_each_node_records_the_accelerator_it_really_used_and_the_summary_shows_it() -> None:
+    from benchmarks.cli import summary_table
+
+    result = run(
+        "t: {type: Synthetic, load: torch, matrix_size: 8, steps: 1, num_requests: 1, device: cpu}\n"
+    )
+    assert app(result, "t").loaded["accelerator"] == "cpu"
+    assert summary_table(result).splitlines()[-1] == "ran on: t: cpu"

@@ -58,7 +58,7 @@ def test_a_run_that_cannot_start_here_is_failed_with_the_preflight_message(
     assert run_execute(run_id=run.pk, worker="test") == "failed"
     run.refresh_from_db()
     assert run.error.startswith("PreflightError: the run cannot start")
-    assert "no NVIDIA GPU is visible" in run.error
+    assert "NVML sees no NVIDIA GPU and it is not Apple silicon" in run.error
 
 
 @pytest.mark.django_db(transaction=True)

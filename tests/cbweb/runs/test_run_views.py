@@ -373,3 +373,13 @@ def test_the_result_page_of_a_shared_model_server_run_shows_the_server_as_a_node
     assert "<tr><td>serve</td>" in table[: table.index("</table>")]
     nodes = {n["name"]: n for n in run.result["nodes"]}
     assert nodes["serve"]["server"]["parallel"] == 2 and nodes["a"].get("server") is None
+
+
+def test_the_result_page_says_which_accelerator_each_node_ran_on(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    yaml_text = "t: {type: Synthetic, load: torch, matrix_size: 8, steps: 1, num_requests: 1, device: cpu}\n"
+    run = make_run(make_workflow(alice, yaml_text=yaml_text), alice)
+    assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+    html = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert '<dt>Ran on</dt><dd id="accelerators">t: cpu</dd>' in html
