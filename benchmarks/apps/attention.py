@@ -24,9 +24,10 @@ import importlib.util
 import warnings
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 AttentionChoice = Literal["sdpa", "cudnn", "flash", "efficient", "math", "cbkernels"]
+CHOICES: tuple[str, ...] = get_args(AttentionChoice)
 # The choices a CPU serves: PyTorch's choice and its reference kernel. PyTorch has a CPU flash kernel
 # too, but it is not the CUDA FlashAttention-2 the name means on a GPU, so ``flash`` asks for a GPU.
 CPU_CHOICES: tuple[str, ...] = ("sdpa", "math")
@@ -107,6 +108,8 @@ class AttentionSwitch:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.overrides import TorchFunctionMode
 
+        if choice not in CHOICES:
+            raise ValueError(f"attention: unknown choice {choice!r}; known: {', '.join(CHOICES)}")
         if device != "cuda" and choice not in CPU_CHOICES:
             raise AttentionUnavailable(f"attention: {choice} needs a CUDA GPU; this unit runs on {device}")
         self.choice = choice
