@@ -11,8 +11,9 @@ attention with ``benchmarks.apps.attention`` (as ImageGen's ``attention:`` does)
 of ``--warmup`` + ``--steps`` steps, timed per step like ImageGen's ``step`` (the GPU synchronised at
 each step's end); the warm-up steps (first-call compilation, autotuning) are left out. Printed: the
 median step time, its ratio to ``sdpa``'s, and the attention calls per step with the backends that
-served them; ``--json`` writes the same rows. A choice that cannot run here or cannot serve a call is a
-row with its error, never another kernel's time.
+served them; ``--json`` writes the same rows. The first row, ``unwrapped``, is the pipeline as diffusers
+runs it, without the switch: the switch's own cost is its difference to ``sdpa``. A choice that cannot
+run here or cannot serve a call is a row with its error, never another kernel's time.
 
 On the H200 (about 2 minutes: SD 3.5 medium at 1024x1024, 6 choices of 2 + 20 steps, cbkernels'
 first calls compiling its kernel):
@@ -30,7 +31,6 @@ import json
 import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     pipe = build_random_pipeline(model, 0, getattr(torch, dtype_name), args.device)
     denoiser = pipe.transformer if model.family == "sd3" else pipe.unet
     plain = denoiser.attn_processors
-    rows: list[dict[str, Any]] = []
+    total = args.warmup + args.steps
+    # The pipeline as diffusers runs it, no switch: what the switch's own cost is measured against.
+    times = step_times(pipe, torch, total, args.size, args.guidance, args.device)
+    rows: list[dict[str, Any]] = [
+        {"label": "unwrapped", "choice": None, "params": {}, **_figures(times[args.warmup :])}
+    ]
     for label, choice, params in args.choices:
         denoiser.set_attn_processor(dict(plain))
         row: dict[str, Any] = {"label": label, "choice": choice, "params": params}
@@ -145,21 +150,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 check_params(choice, params)
             switch = AttentionSwitch(choice, params, args.device)
             switch.install(denoiser)
-            times = step_times(pipe, torch, args.warmup + args.steps, args.size, args.guidance, args.device)
+            times = step_times(pipe, torch, total, args.size, args.guidance, args.device)
         except (AttentionUnavailable, ValueError) as exc:
             rows.append({**row, "error": str(exc)})
             continue
-        served = Counter(switch.take())
-        total = args.warmup + args.steps
-        timed = times[args.warmup :]
+        served = switch.take()
         rows.append(
             {
                 **row,
-                "median_step_s": statistics.median(timed),
-                "min_step_s": min(timed),
-                "steps": len(timed),
+                **_figures(times[args.warmup :]),
                 "attention_calls_per_step": sum(served.values()) / total,
-                "backends": dict(served),
+                "backends": served,
                 "config": switch.describe().get("config"),
             }
         )
@@ -181,6 +182,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _figures(timed: list[float]) -> dict[str, Any]:
+    return {"median_step_s": statistics.median(timed), "min_step_s": min(timed), "steps": len(timed)}
+
+
 def table(report: dict[str, Any]) -> str:
     """Return the rows as a text table (header, one line per choice)."""
     lines = [["attention", "median step", "ratio to sdpa", "calls/step", "served by"]]
@@ -189,16 +194,12 @@ def table(report: dict[str, Any]) -> str:
             lines.append([r["label"], "-", "-", "-", "error: " + r["error"]])
             continue
         ratio = f"{r['ratio_to_sdpa']:.3f}x" if r.get("ratio_to_sdpa") else "-"
-        served = ", ".join(f"{k} {v}" for k, v in sorted(r["backends"].items()))
-        lines.append(
-            [
-                r["choice"],
-                f"{r['median_step_s'] * 1e3:.2f}ms",
-                ratio,
-                f"{r['attention_calls_per_step']:g}",
-                served,
-            ]
-        )
+        if r["choice"] is None:
+            calls, served = "-", "diffusers' processors, no switch"
+        else:
+            calls = f"{r['attention_calls_per_step']:g}"
+            served = ", ".join(f"{k} {v}" for k, v in sorted(r["backends"].items()))
+        lines.append([r["label"], f"{r['median_step_s'] * 1e3:.2f}ms", ratio, calls, served])
     return text_table(lines, align="<>>><")
 
 

@@ -13,14 +13,30 @@ from benchmarks.perf.attention_steps import main
 def test_each_choice_gets_its_median_step_time_beside_sdpa_or_its_error(tmp_path, capsys):
     out = tmp_path / "steps.json"
     argv = ["--model", "sd3-tiny@random", "--size", "64", "--steps", "2", "--warmup", "1"]
-    assert main([*argv, "--choices", "sdpa,math,flash", "--device", "cpu", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                *argv,
+                "--choices",
+                "sdpa,math,flash,cbkernels:maxnreg=128",
+                "--device",
+                "cpu",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert (report["pipeline"], report["dtype"], report["gpu"]) == (
         "StableDiffusion3Pipeline",
         "float32",
         None,
     )
-    sdpa, math, flash = report["rows"]
+    unwrapped, sdpa, math, flash, lean = report["rows"]
+    assert (
+        unwrapped["label"] == "unwrapped" and unwrapped["choice"] is None and unwrapped["median_step_s"] > 0
+    )
     assert sdpa["choice"] == "sdpa" and sdpa["ratio_to_sdpa"] == 1.0
     # sd3-tiny has 2 attention processors; 3 steps (1 warm-up) of one guided call each.
     assert math["backends"] == {"math": 6} and math["attention_calls_per_step"] == 2
@@ -32,8 +48,16 @@ def test_each_choice_gets_its_median_step_time_beside_sdpa_or_its_error(tmp_path
         "params": {},
         "error": "attention: flash needs a CUDA GPU; this unit runs on cpu",
     }
+    # Refused here either way: cbkernels.attention is absent, or it needs a CUDA GPU.
+    assert (lean["label"], lean["choice"], lean["params"]) == (
+        "cbkernels:maxnreg=128",
+        "cbkernels",
+        {"maxnreg": 128},
+    )
+    assert "median_step_s" not in lean and lean["error"].startswith("attention: cbkernels needs")
     printed = capsys.readouterr().out
     assert "attention  median step  ratio to sdpa" in printed and "1.000x" in printed
+    assert "diffusers' processors, no switch" in printed
 
 
 def test_an_unknown_choice_or_model_is_a_usage_error(capsys):
