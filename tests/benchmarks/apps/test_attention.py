@@ -192,3 +192,36 @@ def test_flash_on_float32_fails_the_request_with_pytorchs_reason(run_driver):
     spec = unit_yaml(device="gpu", attention="flash", dtype="float32")
     with pytest.raises(RequestFailed, match="attention: flash cannot serve the call"):
         run_driver(spec, device="gpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.models
+@pytest.mark.parametrize("choice", ["sdpa", "cudnn", "flash", "efficient", "math"])
+def test_each_sdpa_choice_serves_the_sd3_denoiser_on_a_gpu(run_driver, choice):
+    run = run_driver(unit_yaml(device="gpu", attention=choice), device="gpu")
+    (record,) = run.records
+    assert record["info"]["attention_calls"] == 4
+    if choice != "sdpa":
+        assert record["info"]["attention_backends"] == {choice: 4}
+
+
+@pytest.mark.gpu
+def test_cbkernels_serves_each_call_with_its_params_and_refuses_a_mask():
+    pytest.importorskip("cbkernels.attention", reason="cbkernels.attention (issue 21 item 1) is absent")
+    import torch
+
+    switch = AttentionSwitch("cbkernels", {"maxnreg": 128}, "cuda")
+    q = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.float16)
+    with switch.mode():
+        out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double())
+    torch.testing.assert_close(out.double(), expected, rtol=2e-2, atol=2e-2)
+    assert switch.take() == {"cbkernels": 1} and switch.describe()["params"] == {"maxnreg": 128}
+    mask = torch.ones(256, 256, device="cuda", dtype=torch.bool)
+    with (
+        pytest.raises(
+            AttentionUnavailable, match=r"cbkernels cannot serve the call .* it takes no attn_mask"
+        ),
+        switch.mode(),
+    ):
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
