@@ -98,6 +98,11 @@ class AppStopped(Exception):
     """Raised inside a driver when the runner asked the application to stop (background or cancel)."""
 
 
+class RequestFailed(Exception):
+    """Raised inside ``run_request`` when the request cannot be served, with the reason as message:
+    the request is recorded with status ``error`` and that reason, then the node fails with it."""
+
+
 @dataclass
 class AppContext:
     """What the runner hands a driver in its process: event emission, the scheduler gate, stop flag."""
@@ -282,6 +287,12 @@ class Driver(ABC):
             except AppStopped:
                 record.end = now()
                 record.status = RequestStatus.INTERRUPTED
+                self.ctx.send_record(record)
+                raise
+            except RequestFailed as exc:
+                record.end = now()
+                record.status = RequestStatus.ERROR
+                record.error = str(exc)
                 self.ctx.send_record(record)
                 raise
             record.end = now()

@@ -6,7 +6,9 @@ two steps. The prompt is encoded and the latents decoded by the driver itself, e
 so that the VAE decode time is measured on its own.
 Recorded per image: ``step`` (mean denoising step time), ``image`` (arrival to decoded image),
 ``vae_decode``, ``text_encode``, the per-step series ``step``, and the seed, resolution, steps and
-guidance; the PNG is saved with the result bundle.
+guidance; the PNG is saved with the result bundle. ``attention:`` picks the kernel that serves the
+denoiser's attention (``benchmarks.apps.attention``); each request records how many attention calls it
+served and by which backend.
 """
 
 from __future__ import annotations
@@ -14,16 +16,24 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
-from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
+from benchmarks.apps.attention import (
+    AttentionChoice,
+    AttentionSwitch,
+    AttentionUnavailable,
+    check_params,
+    machine_problems,
+)
+from benchmarks.apps.base import AppType, Driver, RequestFailed, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
 from benchmarks.apps.runtime import setup_torch, share_cpu_politely, synchronize
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
-from benchmarks.metrics import QualityMeasure, metric_count, series_rate
+from benchmarks.metrics import QualityMeasure, info_mean, metric_count, series_rate
 from benchmarks.models import ResolvedModel
 from benchmarks.models.random_image import build_random_pipeline
+from benchmarks.platform import gpus
 from benchmarks.spec.model import DATA_FILE, AppOptions
 
 if TYPE_CHECKING:
@@ -52,6 +62,24 @@ class ImageGenOptions(AppOptions):
         None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
     )
     save_images: bool = Field(True, description="save each image as PNG with the result bundle")
+    attention: AttentionChoice = Field(
+        "sdpa",
+        description="the denoiser's attention kernel: sdpa (PyTorch's choice), a pinned SDPA backend "
+        "(cudnn, flash, efficient, math) or cbkernels (Triton); on the CPU only sdpa and math",
+    )
+    attention_params: dict[str, int | float | str | bool] | None = Field(
+        None, description="cbkernels' parameters, e.g. {block_m: 128, maxnreg: 128} (docs/kernels.md)"
+    )
+
+    @field_validator("attention_params")
+    @classmethod
+    def _params_fit_the_choice(
+        cls, value: dict[str, int | float | str | bool] | None, info: ValidationInfo
+    ) -> dict[str, int | float | str | bool] | None:
+        # No choice in info.data: ``attention`` itself is invalid, and reported.
+        if "attention" in info.data:
+            check_params(info.data["attention"], value)
+        return value
 
 
 def load_prompts(source: Input, files: FilePolicy = UNRESTRICTED) -> list[str]:
@@ -64,8 +92,19 @@ PROMPTS = "image_prompts.jsonl"
 
 
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
-    """Return the problems that stop this unit here: its model and its prompts file."""
-    return check_unit(unit, files, FORMATS, lambda: load_prompts(prompts_input(unit, PROMPTS), files))
+    """Return the problems that stop this unit here: its model, its attention choice (a GPU kernel on
+    the CPU, cbkernels without Triton) and its prompts file."""
+    opts: Any = unit.options
+    # Where the unit runs, as the runner resolves it (runner.checks.resolve_device); a unit on a GPU
+    # when none is visible is the device check's problem.
+    on_gpu = unit.device == "gpu" or (unit.device == "auto" and bool(gpus()))
+    return check_unit(
+        unit,
+        files,
+        FORMATS,
+        lambda: load_prompts(prompts_input(unit, PROMPTS), files),
+        more=lambda: machine_problems(opts.attention, on_gpu, unit.name),
+    )
 
 
 # The pipeline arguments encode_prompt's results go to, in its order.
@@ -109,6 +148,9 @@ class ImageGenDriver(Driver):
             )
         self.pipe.to(self.device)
         self.sd3 = "StableDiffusion3" in family
+        self.attention = AttentionSwitch(opts.attention, opts.attention_params, self.device)
+        denoiser = self.pipe.transformer if self.sd3 else self.pipe.unet
+        wrapped = self.attention.install(denoiser)
         if "XL" in family and self.pipe.vae.config.get("force_upcast") and dtype == torch.float16:
             # SDXL's VAE overflows in float16 (its pipeline upcasts it for the decode too).
             self.pipe.vae.to(dtype=torch.float32)
@@ -120,6 +162,7 @@ class ImageGenDriver(Driver):
             "accelerator": self.accelerator.label,
             "threads": threads,
             "prompts": prompts.name,
+            "attention": {**self.attention.describe(), "processors": wrapped},
         }
 
     def payloads(self) -> list[str]:
@@ -157,6 +200,7 @@ class ImageGenDriver(Driver):
             return kwargs
 
         generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.attention.take()
         try:
             with torch.inference_mode():
                 latents = pipe(
@@ -169,9 +213,12 @@ class ImageGenDriver(Driver):
                     output_type="latent",
                     callback_on_step_end=on_step_end,
                 ).images
+        except AttentionUnavailable as exc:
+            raise RequestFailed(str(exc)) from None
         finally:
             if "gate" in state:
                 state.pop("gate").__exit__(None, None, None)
+        served = self.attention.take()
         with self.ctx.gpu_step("vae_decode"):
             t = now()
             image = self._decode(latents)
@@ -192,6 +239,9 @@ class ImageGenDriver(Driver):
             width=image.width,
             steps=opts.steps,
             guidance_scale=opts.guidance_scale,
+            # The denoiser's attention calls this image took, and the backends that served them.
+            attention_calls=sum(served.values()),
+            attention_backends=served,
         )
         if opts.save_images:
             self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -256,5 +306,6 @@ APP = AppType(
     quality=(
         QualityMeasure("images", "images", metric_count("image")),
         QualityMeasure("steps_per_s", "steps/s", series_rate("step")),
+        QualityMeasure("attention_calls", "calls/image", info_mean("attention_calls")),
     ),
 )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from benchmarks.results import QualityFigure, format_quality
+from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.model import Sweep
 
 # Everything below this line of the Markdown is written by hand; ``--summarize`` keeps it.
@@ -52,7 +53,9 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
     name = sweep.search_workflow
     if sweep.spec.search is None:
         intro = [
-            f"Load level of the tables: {level['name']} ({level['load']}), the last level of the sweep.",
+            "A grid: every level under every scheduler, each level's tables below."
+            if summary.get("grid")
+            else f"Load level of the tables: {level['name']} ({level['load']}), the last level of the sweep.",
             "",
             f"## Load levels (workflow {name})",
             "",
@@ -104,11 +107,52 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _workflow_section(name: str, per: Mapping[str, Any]) -> list[str]:
-    """Return one workflow's tables: per scheduler, then per application and scheduler."""
+def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Return a grid's overview of one workflow: one row per level and scheduler with its mean
+    attainment, SM activity while serving, and the p50 of each metric an application's SLO names."""
+    columns = list(
+        dict.fromkeys(
+            (app, metric)
+            for per in grid.values()
+            for s in per.values()
+            for app, a in s.get("apps", {}).items()
+            for metric in dict.fromkeys(parse_slo(text).metric for text in a["slo"])
+        )
+    )
     lines = [
         "",
-        f"## Workflow {name}",
+        f"## Grid (workflow {name}): every level under every scheduler",
+        "",
+        "| level | scheduler | runs | mean attainment | SM activity serving | "
+        + " | ".join(f"{app} {metric} p50 (s)" for app, metric in columns)
+        + " |",
+        "|---|---|---|---|---|" + "---|" * len(columns),
+    ]
+    for level_name, per in grid.items():
+        for scheduler, s in per.items():
+            if not s.get("runs"):
+                lines.append(
+                    f"| {level_name} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | |"
+                    + " |" * len(columns)
+                )
+                continue
+            cells = [
+                _num(((s["apps"].get(app) or {}).get("latency_s", {}).get(metric) or {}).get("p50"), "{:.3f}")
+                for app, metric in columns
+            ]
+            lines.append(
+                f"| {level_name} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
+                f"| {_num(s['sm_activity'])} % | " + " | ".join(cells) + " |"
+            )
+    return lines
+
+
+def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = None) -> list[str]:
+    """Return one workflow's tables (at ``level``, in a grid): per scheduler, then per application
+    and scheduler."""
+    lines = [
+        "",
+        f"## Workflow {name}" + (f" at level {level}" if level else ""),
         "",
         "| scheduler | runs | mean attainment | SM activity serving (whole run) | fairness "
         "| slowdown fairness | makespan (s) | GPU energy (J) |",
@@ -171,7 +215,12 @@ def render_markdown(
         *_sweep_section(sweep, summary)[1:],
     ]
     for name, per in summary["workflows"].items():
-        lines += _workflow_section(name, per)
+        if summary.get("grid"):
+            lines += _grid_section(name, summary["grid"][name])
+            for level_name, at_level in summary["grid"][name].items():
+                lines += _workflow_section(name, at_level, level_name)
+        else:
+            lines += _workflow_section(name, per)
     if plots:
         lines += [
             "",

@@ -156,22 +156,26 @@ def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
 
 
 def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
-    """Return the summary: {"platform", "workflows": {name: {scheduler: {...}}}, "level", "sweep",
-    "breaks"}; the workflows' tables are at the knee (with a search) or at the last level."""
+    """Return the summary: {"platform", "workflows": {name: {scheduler: {...}}}, "grid", "level",
+    "sweep", "breaks"}; the workflows' tables are at the knee (with a search) or at the last level.
+    A grid (no search, several levels, e.g. one level per unit option) has every level's tables in
+    ``grid``: {name: {level: {scheduler: {...}}}}; otherwise ``grid`` is empty."""
     levels = table_levels(sweep, state)
     if levels is None:
         raise SweepError("the break-level search has not found the knee yet: run the sweep first")
     level = levels[-1]
-    workflows: dict[str, Any] = {}
+    grid: dict[str, dict[str, Any]] = {name: {} for name in sweep.base}
     platform: dict[str, Any] | None = None
     for name in sweep.base:
-        solos = _solos(sweep, state, name, level.name)
-        per: dict[str, Any] = {}
-        for scheduler in sweep.schedulers:
-            runs, errors = scheduler_runs(sweep, state, name, level, scheduler)
-            platform = platform or (runs[0][0]["platform"] if runs else None)
-            per[scheduler] = _scheduler_summary(runs, solos, errors)
-        workflows[name] = per
+        for lv in levels:
+            solos = _solos(sweep, state, name, lv.name)
+            per: dict[str, Any] = {}
+            for scheduler in sweep.schedulers:
+                runs, errors = scheduler_runs(sweep, state, name, lv, scheduler)
+                platform = platform or (runs[0][0]["platform"] if runs else None)
+                per[scheduler] = _scheduler_summary(runs, solos, errors)
+            grid[name][lv.name] = per
+    workflows = {name: grid[name][level.name] for name in sweep.base}
     rows: list[dict[str, Any]] = []
     breaks: dict[str, Any] = {}
     for scheduler in sweep.schedulers:
@@ -204,6 +208,7 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
     return {
         "platform": platform,
         "workflows": workflows,
+        "grid": grid if len(levels) > 1 else {},
         "level": {"name": level.name, "load": level.load, "knee_below": below},
         "sweep": rows,
         "breaks": breaks,
@@ -243,7 +248,8 @@ def write_summary(
         text = md_path.read_text()
         hand_written = text[text.index(HAND_WRITTEN_MARKER) + len(HAND_WRITTEN_MARKER) :]
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    tables = {k: summary[k] for k in ("platform", "workflows")}
+    # A grid's every level; left out otherwise, so that the tables of earlier sweeps read as before.
+    tables = {k: summary[k] for k in ("platform", "workflows", "grid") if k != "grid" or summary["grid"]}
     json_path.write_text(json.dumps(tables, indent=1) + "\n")
     sweep_path = json_path.with_name(f"{json_path.stem}-sweep.json")
     sweep_path.write_text(json.dumps({k: summary[k] for k in ("level", "sweep", "breaks")}, indent=1) + "\n")

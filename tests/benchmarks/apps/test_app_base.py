@@ -1,11 +1,14 @@
 """The shared check of model-backed units: the file policy first, then the model, the driver's own
-checks and each input, reported together."""
+checks and each input, reported together; the base request loop's record of a failed request."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from benchmarks.apps.base import check_unit
+import pytest
+
+from benchmarks.apps.base import AppContext, Driver, RequestFailed, RequestRecord, check_unit
 from benchmarks.apps.datasets import prompts_input
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.spec.load import load_yaml
@@ -64,3 +67,42 @@ def test_prompts_come_from_the_named_key_then_the_dataset_then_the_shipped_file(
     assert (named.key, named.value) == ("questions", "q.jsonl")
     assert (dataset.key, dataset.value) == ("dataset", "d.jsonl")
     assert shipped.key is None and shipped.name == "prompts.jsonl"
+
+
+class _SecondRequestFails(Driver):
+    def load(self) -> dict[str, Any]:
+        return {}
+
+    def run_request(self, record: RequestRecord, payload: Any) -> None:
+        if record.index == 1:
+            raise RequestFailed("the kernel cannot serve this shape")
+        record.metrics["work"] = 1.0
+
+
+class _OpenGate:
+    def acquire(self, app: str, kind: str) -> None:
+        return None
+
+    def release(self, app: str, kind: str) -> None:
+        return None
+
+
+def test_a_request_that_fails_is_recorded_with_its_reason_and_ends_the_run(tmp_path: Path) -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    ctx = AppContext(
+        node="n",
+        emit=lambda kind, **fields: events.append((kind, fields)),
+        gate=_OpenGate(),  # type: ignore[arg-type]
+        stop_requested=lambda: False,
+        device="cpu",
+        out_dir=tmp_path,
+        seed=0,
+    )
+    driver = _SecondRequestFails(unit("a: {type: Sleep, num_requests: 3, priority: low}"), ctx)
+    with pytest.raises(RequestFailed, match="the kernel cannot serve this shape"):
+        driver.run()
+    records = [fields["record"] for kind, fields in events if kind == "request_end"]
+    assert [(r["index"], r["status"], r["error"]) for r in records] == [
+        (0, "ok", None),
+        (1, "error", "the kernel cannot serve this shape"),
+    ]

@@ -89,14 +89,14 @@ def test_image_sizes_must_be_multiples_of_8(make_unit):
         make_unit(IMAGEGEN.format(model="sd-tiny@random").replace("height: 64", "height: 60"))
 
 
-def test_quality_counts_the_images_produced_and_the_denoising_steps_per_second():
+def test_quality_counts_the_images_the_denoising_steps_per_second_and_the_attention_calls():
     def image(
         index: int, steps: list[float], warmup: bool = False, status: RequestStatus = RequestStatus.OK
     ) -> dict:
         record = RequestRecord(index=index, arrival=0.0, series={"step": steps}, warmup=warmup, status=status)
         if record.status is RequestStatus.OK:
             record.metrics.update(step=sum(steps) / len(steps), image=sum(steps) + 0.5)
-        record.info.update(steps=len(steps), seed=index)
+        record.info.update(steps=len(steps), seed=index, attention_calls=24 * len(steps))
         return record.to_event()
 
     records = [
@@ -108,5 +108,6 @@ def test_quality_counts_the_images_produced_and_the_denoising_steps_per_second()
     assert quality_figures(records, APP.quality) == {
         "images": {"value": 2.0, "unit": "images", "count": 2},
         "steps_per_s": {"value": pytest.approx(6 / 1.0), "unit": "steps/s", "count": 2},
+        "attention_calls": {"value": 72.0, "unit": "calls/image", "count": 2},
     }
     assert quality_figures([], APP.quality) == {}

@@ -64,11 +64,20 @@ def test_a_grid_sweep_runs_every_level_once_and_summarizes(tmp_path, capsys):
     tables = json.loads((state / "grid.json").read_text())
     greedy = tables["workflows"]["w"]["greedy"]
     assert greedy["runs"] == 1 and greedy["apps"]["nap"]["requests"] == 4  # the last level's
+    # Several levels: every one is tabled too (the grid), e.g. levels that are a unit option's values.
+    grid = tables["grid"]["w"]
+    assert list(grid) == ["low", "high"] and grid["high"]["greedy"] == greedy
+    assert grid["low"]["greedy"]["apps"]["nap"]["requests"] == 2
     rows = json.loads((state / "grid-sweep.json").read_text())
     assert [(r["level"], r["mean_attainment"]) for r in rows["sweep"]] == [("low", 1.0), ("high", 1.0)]
     assert rows["breaks"] == {} and rows["level"] == {"name": "high", "load": "four naps", "knee_below": None}
     text = (state / "grid.md").read_text()
-    assert "the last level of the sweep" in text and "| low | two naps | greedy | 100 % | nap 100 % |" in text
+    assert "A grid: every level under every scheduler" in text
+    assert "| low | two naps | greedy | 100 % | nap 100 % |" in text
+    assert "| level | scheduler | runs | mean attainment | SM activity serving | nap e2e p50 (s) |" in text
+    low_e2e = grid["low"]["greedy"]["apps"]["nap"]["latency_s"]["e2e"]["p50"]
+    assert f"| low | greedy | 1 | 100 % | — % | {low_e2e:.3f} |" in text
+    assert "## Workflow w at level low" in text and "## Workflow w at level high" in text
 
 
 @pytest.mark.models

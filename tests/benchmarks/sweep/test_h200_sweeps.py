@@ -1,6 +1,6 @@
-"""Issue 19's H200 sweep files on this CPU with the tiny models (--cpu-smoke): the credit threshold grid
-and the video-creation scenario, each from its first step to its summary, so a GPU session meets only GPU
-problems."""
+"""The H200 sweep files on this CPU with the tiny models (--cpu-smoke): issue 19's credit threshold grid
+and video-creation scenario, issue 21's attention kernels grid, each from its first step to its summary,
+so a GPU session meets only GPU problems."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 
 from benchmarks.cli import main
+from benchmarks.sweep.model import load_sweep
 from tests.benchmarks.sweep.conftest import ROOT
 
 STUDIES = ROOT / "studies" / "h200"
@@ -77,3 +78,72 @@ def test_cpu_smoke_runs_credit_at_the_next_level_beside_each_application_alone(t
     per = json.loads((state / "h200-credit-next-level.json").read_text())["workflows"]["mix"]
     assert list(per) == ["credit-0.3"]
     assert all(app["solo_attainment"] is not None for app in per["credit-0.3"]["apps"].values())
+
+
+@pytest.mark.models
+def test_cpu_smoke_runs_the_mix_with_each_attention_choice_and_tables_every_level(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    state = tmp_path / "state"
+    smoke = [
+        "sweep",
+        str(STUDIES / "kernels-sharing.yml"),
+        "--cpu-smoke",
+        "--repeats",
+        "1",
+        "--state",
+        str(state),
+    ]
+    assert main(smoke) == 0
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    for level in ("sdpa", "math"):
+        bundle = state / steps[f"mix/mix/{level}/greedy"]["bundle"]
+        (image,) = [
+            a
+            for a in json.loads((bundle / "result.json").read_text())["applications"]
+            if a["name"] == "image"
+        ]
+        assert image["loaded"]["attention"]["choice"] == level
+        # sd3-tiny: 2 attention processors, 2 guided steps per image.
+        assert image["quality"]["attention_calls"]["value"] == 4
+        if level == "math":
+            assert all(r["info"]["attention_backends"] == {"math": 4} for r in image["requests"])
+    capsys.readouterr()
+    assert main([*smoke, "--summarize"]) == 0
+    grid = json.loads((state / "h200-kernels-sharing.json").read_text())["grid"]["mix"]
+    assert list(grid) == ["sdpa", "math"] and list(grid["math"]) == ["greedy", "credit", "partition"]
+    for level in grid.values():
+        apps = level["greedy"]["apps"]
+        assert (
+            apps["chat"]["latency_s"]["tpot"]["p50"] > 0 and apps["captions"]["latency_s"]["chunk"]["p50"] > 0
+        )
+        assert apps["image"]["latency_s"]["step"]["p50"] > 0
+    markdown = (state / "h200-kernels-sharing.md").read_text()
+    assert (
+        "| level | scheduler | runs | mean attainment | SM activity serving | chat ttft p50 (s) | "
+        in markdown
+    )
+    assert "## Workflow mix at level math" in markdown and "attention_calls 4 calls/image" in markdown
+
+
+def test_the_gpu_levels_of_the_kernels_grid_are_valid_workflows():
+    # Every level applied to the mix is checked when the file loads, cbkernels' parameters by the kernel.
+    pytest.importorskip("cbkernels.attention", reason="cbkernels.attention (issue 21 item 1) is absent")
+    sweep = load_sweep(STUDIES / "kernels-sharing.yml")
+    assert [lv.name for lv in sweep.levels] == ["sdpa", "cbkernels_r128", "cudnn"]
+    assert sweep.spec.repeats == 3 and sweep.schedulers == ["greedy", "credit", "partition"]
+
+
+def test_the_kernels_grid_says_which_level_needs_cbkernels_where_it_cannot_be_imported(monkeypatch):
+    import sys
+
+    from benchmarks.sweep.model import SweepFileError
+
+    monkeypatch.setitem(sys.modules, "cbkernels.attention", None)  # what an absent module raises
+    with pytest.raises(SweepFileError) as err:
+        load_sweep(STUDIES / "kernels-sharing.yml")
+    message = str(err.value)
+    assert "level 'cbkernels_r128' on workflow 'mix': image.attention_params" in message
+    assert "cbkernels needs cbkernels.attention, which cannot be imported here" in message
+    assert "level 'sdpa'" not in message and "level 'cudnn'" not in message

@@ -320,3 +320,18 @@ def test_a_bad_scheduler_parameter_is_shown_at_the_scheduler_parameters_field(br
     assert refused.context["meta"].errors["credit__pressure_threshold"] == [
         "must be < 1 (got 1.5; allowed: > 0 and < 1)"
     ]
+
+
+def test_imagegen_attention_params_of_another_choice_are_shown_at_their_field(browser: Client) -> None:
+    meta, formset = editor_for(
+        "image: {type: ImageGen, model: sd-tiny@random, num_requests: 1, attention: math}\n"
+        "workflows: {image: {uses: image}}\n"
+    )
+    data = post_data(meta, formset)
+    assert data["cards-0-opt_ImageGen_attention"] == "math"
+    data["cards-0-opt_ImageGen_attention_params"] = "{maxnreg: 128}"
+    response = browser.post("/workflows/new/", data)
+    assert response.status_code == 400
+    errors = response.context["formset"].forms[0].errors["opt_ImageGen_attention_params"]
+    assert "only attention: cbkernels takes parameters (this unit has attention: math)" in errors[0]
+    assert not Workflow.objects.exists()

@@ -1,0 +1,268 @@
+"""ImageGen's attention switch: which kernel serves the denoiser's attention (docs/applications.md).
+
+``sdpa`` leaves the choice to PyTorch per call (today's behaviour); ``cudnn``, ``flash``,
+``efficient`` and ``math`` pin one PyTorch SDPA backend with ``torch.nn.attention.sdpa_kernel``;
+``cbkernels`` calls ``cbkernels.attention`` (the Triton kernel) with the unit's ``attention_params``.
+
+The switch wraps each attention processor of the pipeline's denoiser (the U-Net of SD 1.x/2.x/XL, the
+MMDiT of SD 3.x): the processor runs as diffusers wrote it (``AttnProcessor2_0``,
+``JointAttnProcessor2_0``), and its ``F.scaled_dot_product_attention`` call is intercepted with a
+``TorchFunctionMode`` and served by the chosen kernel. Every choice goes through the same wrapper, so
+that their step times differ by the kernel alone, and every served call is counted (per request in
+the result: the kernel did run). The VAE and the text encoders keep PyTorch's own choice: their
+attention is outside the denoising steps.
+
+A kernel that cannot serve a call (flash with a head dim over 256 or float32 inputs, cbkernels with a
+mask) raises ``AttentionUnavailable`` with PyTorch's or the kernel's reason: the request fails, never
+served by another kernel under this one's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import warnings
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+AttentionChoice = Literal["sdpa", "cudnn", "flash", "efficient", "math", "cbkernels"]
+CHOICES: tuple[str, ...] = get_args(AttentionChoice)
+# The choices a CPU serves: PyTorch's choice and its reference kernel. PyTorch has a CPU flash kernel
+# too, but it is not the CUDA FlashAttention-2 the name means on a GPU, so ``flash`` asks for a GPU.
+CPU_CHOICES: tuple[str, ...] = ("sdpa", "math")
+# The pinned choices: the name of their ``torch.nn.attention.SDPBackend`` member.
+SDPA_BACKENDS: dict[str, str] = {
+    "cudnn": "CUDNN_ATTENTION",
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "math": "MATH",
+}
+# F.scaled_dot_product_attention's parameters, in order.
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+# SDPBackend member name -> the choice's name, as results record the backend that served.
+_BACKEND_NAMES = {member: choice for choice, member in SDPA_BACKENDS.items()}
+
+
+class AttentionUnavailable(RuntimeError):
+    """The chosen attention kernel cannot serve a call (or cannot run here); the message says why."""
+
+
+def cbkernels_attention() -> Any:
+    """Return the ``cbkernels.attention`` module; raise ValueError saying what is missing when it
+    cannot be imported (the package is a plug-in: the engine runs without it)."""
+    try:
+        import cbkernels.attention as module
+    except ImportError as exc:
+        raise ValueError(
+            f"attention: cbkernels needs cbkernels.attention, which cannot be imported here ({exc})"
+        ) from None
+    return module
+
+
+def check_params(choice: str, params: Mapping[str, Any] | None) -> None:
+    """Check a unit's ``attention_params`` against its ``attention`` choice; raise ValueError saying
+    what is wrong (parameters of another choice, or a key or value ``config_from_params`` refuses)."""
+    if not params:
+        return
+    if choice != "cbkernels":
+        raise ValueError(f"only attention: cbkernels takes parameters (this unit has attention: {choice})")
+    cbkernels_attention().config_from_params(params)
+
+
+def machine_problems(choice: str, on_gpu: bool, unit: str) -> list[str]:
+    """Return why ``choice`` cannot run where the unit runs (``on_gpu``: a CUDA GPU), as sentences:
+    only ``sdpa`` and ``math`` run on the CPU; ``cbkernels`` needs Triton besides a GPU."""
+    if not on_gpu and choice not in CPU_CHOICES:
+        return [
+            f"unit '{unit}' asks for attention: {choice}, which needs a CUDA GPU, but it runs on this "
+            f"machine's CPU (there: {' or '.join(CPU_CHOICES)}); run it on a GPU worker"
+        ]
+    if choice != "cbkernels":
+        return []
+    try:
+        cbkernels_attention()
+    except ValueError as exc:
+        return [f"unit '{unit}': {exc}"]
+    if importlib.util.find_spec("triton") is None:
+        return [f"unit '{unit}' asks for attention: cbkernels, which needs Triton, not installed here"]
+    return []
+
+
+def _describe(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """Return the shapes and dtype of an attention call's q, k, v, as errors name them."""
+    call = dict(zip(_SDPA_ARGS, args, strict=False)) | dict(kwargs)
+    q, k = call["query"], call["key"]
+    return f"q {tuple(q.shape)}, k/v {tuple(k.shape)}, {str(q.dtype).removeprefix('torch.')}"
+
+
+class AttentionSwitch:
+    """Serves the attention of one denoiser with the chosen kernel and counts the calls it served.
+
+    ``install(denoiser)`` wraps its processors; ``calls`` counts the served calls by the backend that
+    served them (for ``sdpa``, the one PyTorch picked); ``take()`` returns and resets them.
+    """
+
+    def __init__(self, choice: str, params: Mapping[str, Any] | None, device: str) -> None:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.overrides import TorchFunctionMode
+
+        if choice not in CHOICES:
+            raise ValueError(f"attention: unknown choice {choice!r}; known: {', '.join(CHOICES)}")
+        if device != "cuda" and choice not in CPU_CHOICES:
+            raise AttentionUnavailable(f"attention: {choice} needs a CUDA GPU; this unit runs on {device}")
+        self.choice = choice
+        self.params = dict(params or {})
+        self.calls: Counter[str] = Counter()
+        self.config: Any = None
+        self._sdpa = torch.nn.functional.scaled_dot_product_attention
+        self._pin: Any = None
+        self._kernel: Any = None
+        self._torch = torch
+        if choice in SDPA_BACKENDS:
+            backend = getattr(SDPBackend, SDPA_BACKENDS[choice])
+            self._pin = lambda: sdpa_kernel(backend)
+        elif choice == "cbkernels":
+            module = cbkernels_attention()
+            self._kernel = module.attention
+            self.config = module.config_from_params(self.params) if self.params else None
+        switch = self
+
+        class Serve(TorchFunctionMode):
+            def __torch_function__(
+                self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+            ) -> Any:
+                kwargs = kwargs or {}
+                if func is switch._sdpa:
+                    return switch.serve(args, kwargs)
+                return func(*args, **kwargs)
+
+        self._mode = Serve
+
+    def install(self, denoiser: Any) -> int:
+        """Wrap every attention processor of ``denoiser`` (a diffusers U-Net or SD3 transformer);
+        return how many were wrapped."""
+        processors = denoiser.attn_processors
+        denoiser.set_attn_processor({name: _Processor(p, self) for name, p in processors.items()})
+        return len(processors)
+
+    def serve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Return the attention of one call by the chosen kernel; count it under the backend that
+        served it. Raise AttentionUnavailable when that kernel cannot serve the call."""
+        if self._kernel is not None:
+            out = self._serve_cbkernels(args, kwargs)
+            self.calls["cbkernels"] += 1
+            return out
+        if self._pin is None:  # sdpa: PyTorch's choice, recorded as the backend it picks
+            out = self._sdpa(*args, **kwargs)
+            self.calls[self._picked(args, kwargs)] += 1
+            return out
+        try:
+            with self._pin():
+                out = self._sdpa(*args, **kwargs)
+        except RuntimeError:
+            raise AttentionUnavailable(
+                f"attention: {self.choice} cannot serve the call ({_describe(args, kwargs)}): "
+                f"{self._reasons(args, kwargs)}"
+            ) from None
+        self.calls[self.choice] += 1
+        return out
+
+    def _serve_cbkernels(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = dict(zip(_SDPA_ARGS, args, strict=False)) | kwargs
+        refused = [key for key in ("attn_mask", "dropout_p", "is_causal", "enable_gqa") if call.get(key)]
+        if refused:
+            raise AttentionUnavailable(
+                f"attention: cbkernels cannot serve the call ({_describe(args, kwargs)}): it takes no "
+                f"{', '.join(refused)}"
+            )
+        try:
+            return self._kernel(
+                call["query"], call["key"], call["value"], scale=call.get("scale"), config=self.config
+            )
+        except ValueError as exc:
+            raise AttentionUnavailable(
+                f"attention: cbkernels cannot serve the call ({_describe(args, kwargs)}): {exc}"
+            ) from None
+
+    def _picked(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """Return the backend PyTorch picks for a call (its dispatcher's own choice function)."""
+        from torch.nn.attention import SDPBackend
+
+        try:
+            index = self._torch._fused_sdp_choice(*args, **kwargs)
+            name = SDPBackend(index).name
+        except (RuntimeError, TypeError, ValueError):
+            return "unknown"
+        return _BACKEND_NAMES.get(name, name.lower())
+
+    def _reasons(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """Return PyTorch's reasons for refusing a pinned call: the warnings its kernel selection
+        emits, gathered by running the refused call again (it fails before any work)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with self._pin():
+                    self._sdpa(*args, **kwargs)
+            except RuntimeError as exc:
+                error = str(exc).splitlines()[0]
+            else:  # served the second time: nothing to explain
+                return "refused once, served when retried"
+        reasons = [str(w.message).splitlines()[0] for w in caught]
+        return "; ".join(dict.fromkeys([*reasons, error]))
+
+    def take(self) -> dict[str, int]:
+        """Return the calls served since the last ``take`` by backend, and reset the count."""
+        calls, self.calls = dict(self.calls), Counter()
+        return calls
+
+    def describe(self) -> dict[str, Any]:
+        """Return what a result records of the switch: the choice, its parameters, and the backend
+        (a pinned one, ``cbkernels`` with its configuration, or PyTorch's choice per call)."""
+        if self.choice == "sdpa":
+            backend = "PyTorch's choice per call (the backends that served: attention_backends per request)"
+        else:
+            backend = self.choice
+        out: dict[str, Any] = {"choice": self.choice, "params": self.params, "backend": backend}
+        if self.config is not None:
+            cfg = self.config
+            out["config"] = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else str(cfg)  # type: ignore[arg-type]
+        return out
+
+    def mode(self) -> Any:
+        """Return a fresh interception context for one processor call."""
+        return self._mode()
+
+
+class _Processor:
+    """A diffusers attention processor run under the switch: the wrapped processor does the
+    projections as diffusers wrote them; its attention call is served by the switch.
+
+    diffusers passes a processor only the keyword arguments its ``__call__`` names, so this one names
+    those of the processors it wraps (``temb`` of ``AttnProcessor2_0``) and passes the rest on.
+    """
+
+    def __init__(self, inner: Any, switch: AttentionSwitch) -> None:
+        self.inner = inner
+        self.switch = switch
+
+    def __call__(
+        self,
+        attn: Any,
+        hidden_states: Any,
+        encoder_hidden_states: Any = None,
+        attention_mask: Any = None,
+        temb: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        if temb is not None:
+            kwargs["temb"] = temb
+        with self.switch.mode():
+            return self.inner(
+                attn,
+                hidden_states,
+                encoder_hidden_states=encoder_hidden_states,
+                attention_mask=attention_mask,
+                **kwargs,
+            )
