@@ -365,9 +365,6 @@ def main(argv: list[str] | None = None) -> None:
                 "harness-without-monitor requests so far"
             )
     llm.close()
-    grid_rows = (
-        grid(path, args.device, args.threads, chosen, max_tokens, args.temperature) if run_grid else []
-    )
 
     goal = GOALS[args.device]
     results = {"bare": summary(bare), "harness": summary(harness), "harness_no_monitor": summary(quiet)}
@@ -384,8 +381,7 @@ def main(argv: list[str] | None = None) -> None:
         gbs, source = bandwidth(str(gpu.get("name", "")), nvml_memory_bandwidth_gbs())
     model_bytes = path.stat().st_size
     floor = model_bytes / (gbs * 1e9) if gbs else None
-    best = min((g for g in grid_rows if g.get("tpot_p50")), key=lambda g: g["tpot_p50"], default=None)
-    report = {
+    report: dict[str, Any] = {
         "device": args.device,
         "gpu": gpu.get("name"),
         "model": model,
@@ -403,20 +399,29 @@ def main(argv: list[str] | None = None) -> None:
         "bandwidth_gbs": gbs,
         "bandwidth_source": source,
         "floor_tpot_s": floor,
-        "grid": grid_rows,
-        "best": best,
+        "grid": [],
+        "best": None,
         "goals": {
             "ratio": goal,
             "ratio_met": bool(ratios)
             and max(ratios.get("harness_ttft", 9), ratios.get("harness_tpot", 9)) <= goal,
             "floor_x": FLOOR_GOAL,
-            "best_floor_x": best["tpot_p50"] / floor if best and floor else None,
+            "best_floor_x": None,
         },
     }
+    target = args.out / f"chatbot-overhead-{args.device}.json" if args.out else None
+    if target is not None and run_grid:
+        # The comparison is kept even if the grid does not finish (a device call's time limit).
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({**report, "grid": "pending"}, indent=2) + "\n")
+    if run_grid:
+        rows = grid(path, args.device, args.threads, chosen, max_tokens, args.temperature)
+        best = min((g for g in rows if g.get("tpot_p50")), key=lambda g: g["tpot_p50"], default=None)
+        report["grid"], report["best"] = rows, best
+        report["goals"]["best_floor_x"] = best["tpot_p50"] / floor if best and floor else None
     print_report(report)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        target = args.out / f"chatbot-overhead-{args.device}.json"
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2) + "\n")
         print(f"\nwrote {target}")
 
