@@ -61,7 +61,9 @@ class LlamaCppOptions(AppOptions):
     """The llama.cpp settings that matter for decode speed, shared by Chatbot (llama-cpp-python) and
     LLMServer (llama-server); unset means the backend's own default (recorded as such)."""
 
-    flash_attn: bool | None = Field(
+    # A choice of two, not a bool: the web editor gives a bool a checkbox, whose blank is false, and
+    # unset must stay the backend's own default (llama-server's is auto).
+    flash_attn: Literal[True, False] | None = Field(
         None, description="flash attention (default: off in llama-cpp-python, auto in llama-server)"
     )
     n_batch: int | None = Field(
