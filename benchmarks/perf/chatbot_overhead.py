@@ -37,7 +37,7 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from benchmarks.platform import gpus, nvml_memory_bandwidth_gbs
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
 from benchmarks.status import RequestStatus
-from benchmarks.table import text_table
+from benchmarks.table import markdown_table, text_table
 
 GOALS = {"cpu": 1.03, "cuda": 1.02}
 FLOOR_GOAL = 2.5
@@ -419,17 +419,20 @@ def main(argv: list[str] | None = None) -> None:
         best = min((g for g in rows if g.get("tpot_p50")), key=lambda g: g["tpot_p50"], default=None)
         report["grid"], report["best"] = rows, best
         report["goals"]["best_floor_x"] = best["tpot_p50"] / floor if best and floor else None
-    print_report(report)
+    print(render(report))
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"\nwrote {target}")
+        target.with_suffix(".md").write_text(render(report, markdown_table) + "\n")
+        print(f"\nwrote {target} and {target.with_suffix('.md').name}")
 
 
-def print_report(report: dict[str, Any]) -> None:
-    """Print the comparison, TTFT's breakdown and the settings grid as tables."""
+def render(report: dict[str, Any], table: Callable[[list[list[str]]], str] = text_table) -> str:
+    """Return the comparison, TTFT's breakdown and the settings grid as text with ``table``'s tables
+    (text_table for the terminal, markdown_table for docs/results/)."""
+    out: list[str] = []
     sides = report["sides"]
-    print(
+    out.append(
         f"\nChatbot {report['model']} on {report['gpu'] or report['device']}, {report['max_tokens']} tokens, "
         f"{report['threads']} threads, temperature {report['temperature']}, "
         f"settings {report['settings'] or 'default'}; "
@@ -449,19 +452,19 @@ def print_report(report: dict[str, Any]) -> None:
                 _ms(side["tpot_mean"], ".3f"),
             ]
         )
-    print(text_table(rows))
-    print("\nTTFT breakdown (median duration of each stage, ms):")
+    out.append("\n" + table(rows) + "\n")
+    out.append("\nTTFT breakdown (median duration of each stage, ms):")
     rows = [["stage", "bare", "harness", "harness - bare"]]
     for s in report["ttft_breakdown"]:
         rows.append(
             [s["stage"], _ms(s["bare_s"], ".3f"), _ms(s["harness_s"], ".3f"), _ms(s["extra_s"], "+.3f")]
         )
-    print(text_table(rows))
+    out.append("\n" + table(rows) + "\n")
     goals = report["goals"]
-    print(f"\nharness / bare <= {goals['ratio']}: {'met' if goals['ratio_met'] else 'missed'}")
+    out.append(f"\nharness / bare <= {goals['ratio']}: {'met' if goals['ratio_met'] else 'missed'}")
     if report["grid"]:
         floor = report["floor_tpot_s"]
-        print(
+        out.append(
             f"\nSettings grid (bare loop); bandwidth floor {_ms(floor, '.3f')} ms/token = "
             f"{report['model_bytes'] / 1e9:.2f} GB / {report['bandwidth_gbs']} GB/s "
             f"({report['bandwidth_source']})"
@@ -482,12 +485,13 @@ def print_report(report: dict[str, Any]) -> None:
                     f"{g['decode_only_tpot'] / floor:.2f}" if floor else "-",
                 ]
             )
-        print(text_table(rows))
+        out.append("\n" + table(rows) + "\n")
         if goals["best_floor_x"] is not None:
             verdict = "met" if goals["best_floor_x"] <= goals["floor_x"] else "missed"
-            print(
+            out.append(
                 f"best TPOT {goals['best_floor_x']:.2f}x the floor (goal <= {goals['floor_x']}x): {verdict}"
             )
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

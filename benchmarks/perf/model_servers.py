@@ -45,7 +45,7 @@ from benchmarks.results import ResultDocument, write_bundle
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
 from benchmarks.status import RequestStatus
-from benchmarks.table import text_table
+from benchmarks.table import markdown_table, text_table
 
 CLIENTS = ("chat_a", "chat_b", "chat_c")
 
@@ -187,7 +187,9 @@ def main(argv: list[str] | None = None) -> None:
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"setup": setup, "rows": records}, indent=2) + "\n")
-        print(f"wrote {args.json}")
+        # The same table in Markdown beside it, for docs/results/model-servers.md.
+        args.json.with_suffix(".md").write_text(f"{json.dumps(setup)}\n\n{markdown_table(rows)}\n")
+        print(f"wrote {args.json} and {args.json.with_suffix('.md').name}")
 
 
 if __name__ == "__main__":

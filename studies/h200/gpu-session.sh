@@ -52,9 +52,9 @@ measure() {
   done
 }
 
-measure chatbot-overhead 240 chatbot-overhead-cuda.json -- \
+measure chatbot-overhead 240 chatbot-overhead-cuda.json chatbot-overhead-cuda.md -- \
   python3 -m benchmarks.perf.chatbot_overhead --device cuda --rounds 2 --out "$STATE"
-measure model-servers 240 model-servers-h200.json -- \
+measure model-servers 240 model-servers-h200.json model-servers-h200.md -- \
   python3 -m benchmarks.perf.model_servers --device cuda --json "$STATE/model-servers-h200.json"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$OUT/gpu.txt"
 if [ "$pending" = 1 ]; then

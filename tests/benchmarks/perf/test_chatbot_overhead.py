@@ -60,6 +60,8 @@ def test_a_cpu_run_compares_both_sides_breaks_ttft_down_and_writes_its_json(tmp_
     assert all(s["bare_s"] is not None and s["harness_s"] is not None for s in report["ttft_breakdown"])
     assert report["floor_tpot_s"] is None and report["grid"] == []
     assert "TTFT breakdown" in capsys.readouterr().out
+    markdown = (tmp_path / "chatbot-overhead-cpu.md").read_text()
+    assert "| stage | bare | harness | harness - bare |" in markdown
 
 
 @pytest.mark.models
