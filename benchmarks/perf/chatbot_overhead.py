@@ -295,6 +295,9 @@ def grid(
             prompt = formatter(messages=turns[1])
             tokens = llm.tokenize(prompt.prompt.encode(), add_bos=not prompt.added_special, special=True)
             decode = decode_only_tpot(llm, tokens)
+        except Exception as exc:
+            rows.append({"settings": settings, "error": f"{type(exc).__name__}: {exc}"})
+            continue
         finally:
             llm.close()
         row = {"settings": settings, **summary(measured), "decode_only_tpot": decode}
