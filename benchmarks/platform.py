@@ -104,6 +104,44 @@ def gpus() -> list[dict[str, Any]]:
         pynvml.nvmlShutdown()
 
 
+def gpu_memory_used_bytes() -> int | None:
+    """Return the memory in use on the visible GPUs now (NVML, every process's), or None with no GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        used = [int(pynvml.nvmlDeviceGetMemoryInfo(h).used) for _, h, _ in visible_gpus(pynvml)]
+        return sum(used) if used else None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_memory_bandwidth_gbs() -> float | None:
+    """Return the first visible GPU's peak memory bandwidth derived from NVML (bus width x peak memory
+    clock x 2, in GB/s), or None where NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        found = visible_gpus(pynvml)
+        if not found:
+            return None
+        handle = found[0][1]
+        bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
+        mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+        return float(bits) / 8 * float(mhz) * 1e6 * 2 / 1e9
+    except Exception:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def fingerprint() -> dict[str, Any]:
     """Return the platform record stored with every result (``id`` hashes the hardware fields)."""
     mem = psutil.virtual_memory()

@@ -15,10 +15,10 @@ from pydantic import Field
 
 from benchmarks.apps.base import AppType, Driver, RequestRecord, check_unit
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl
-from benchmarks.apps.textgen import load_generator, model_formats, server_generator
+from benchmarks.apps.textgen import LlamaCppOptions, load_generator, model_formats, server_generator
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, series_rate
-from benchmarks.spec.model import DATA_FILE, AppOptions
+from benchmarks.spec.model import DATA_FILE
 
 if TYPE_CHECKING:
     from benchmarks.apps.textgen import Generator
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 ROLES = ("system", "user", "assistant")
 
 
-class ChatbotOptions(AppOptions):
+class ChatbotOptions(LlamaCppOptions):
     backend: Literal["llama_cpp", "transformers"] = Field(
         "llama_cpp", description="llama_cpp (GGUF) or transformers (folder, hub id or GGUF)"
     )
@@ -101,6 +101,7 @@ class ChatbotDriver(Driver):
             device=self.ctx.device,
             seed=self.ctx.seed,
             n_threads=opts.n_threads,
+            settings=opts.llama_settings(),
         )
         return {**model.record(), **self.gen.describe(), "prompts": prompts.name}
 
@@ -128,6 +129,12 @@ class ChatbotDriver(Driver):
         )
         if reply.server_timings:
             record.info["server_timings"] = reply.server_timings
+        if reply.marks:
+            # TTFT's breakdown: when each stage before the first token ended, in seconds from arrival.
+            record.info["ttft_marks"] = {
+                "started": reply.started - record.arrival,
+                **{k: t - record.arrival for k, t in reply.marks.items()},
+            }
 
     def close(self) -> None:
         gen = getattr(self, "gen", None)

@@ -34,11 +34,10 @@ from pydantic import Field, model_validator
 
 from benchmarks.apps.base import AppStopped, AppType, Driver, check_unit
 from benchmarks.apps.runtime import default_threads
-from benchmarks.apps.textgen import local_file
+from benchmarks.apps.textgen import LlamaCppOptions, llama_server_args, local_file
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.models import resolve
 from benchmarks.platform import accelerator
-from benchmarks.spec.model import AppOptions
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import Application
@@ -58,7 +57,7 @@ MAX_SERVER_CONTEXT = 131_072
 _PR_SET_PDEATHSIG = 1
 
 
-class ServerOptions(AppOptions):
+class ServerOptions(LlamaCppOptions):
     parallel: int = Field(1, ge=1, le=64, description="slots: concurrent sequences batched together")
     n_ctx: int = Field(2048, ge=64, le=131_072, description="context window of each slot")
     n_threads: int | None = Field(
@@ -189,6 +188,7 @@ class ServerDriver(Driver):
                 "--seed",
                 str(self.ctx.seed),
                 "--no-webui",
+                *llama_server_args(opts.llama_settings()),
             ]
             if self._start(command, port):
                 break
@@ -206,6 +206,8 @@ class ServerDriver(Driver):
             "parallel": opts.parallel,
             "n_ctx": opts.n_ctx,
             "threads": threads,
+            # The llama.cpp settings the unit sets (the others are llama-server's defaults).
+            "llama": opts.llama_settings(),
             "rss_mb": round(psutil.Process(self.proc.pid).memory_info().rss / 2**20, 1),
         }
 

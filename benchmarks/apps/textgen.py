@@ -28,16 +28,98 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
 
 from benchmarks.apps.runtime import default_threads, setup_torch, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.models import ResolvedModel
 from benchmarks.models.random_llama import random_gguf
 from benchmarks.platform import accelerator
+from benchmarks.spec.model import AppOptions
 
 Messages = Sequence[dict[str, str]]
 StepGate = Callable[[str], AbstractContextManager[None]]
+
+
+# KV cache element types llama.cpp accepts for K and V (ggml type ids, as llama_cpp.GGML_TYPE_*).
+KV_TYPES = {
+    "f32": 0,
+    "f16": 1,
+    "q4_0": 2,
+    "q4_1": 3,
+    "q5_0": 6,
+    "q5_1": 7,
+    "q8_0": 8,
+    "iq4_nl": 20,
+    "bf16": 30,
+}
+KvType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]
+
+
+class LlamaCppOptions(AppOptions):
+    """The llama.cpp settings that matter for decode speed, shared by Chatbot (llama-cpp-python) and
+    LLMServer (llama-server); unset means the backend's own default (recorded as such)."""
+
+    # A choice of two, not a bool: the web editor gives a bool a checkbox, whose blank is false, and
+    # unset must stay the backend's own default (llama-server's is auto).
+    flash_attn: Literal[True, False] | None = Field(
+        None, description="flash attention (default: off in llama-cpp-python, auto in llama-server)"
+    )
+    n_batch: int | None = Field(
+        None,
+        ge=1,
+        le=65_536,
+        description="logical batch: most prompt tokens per decode call (default 512; server 2048)",
+    )
+    n_ubatch: int | None = Field(
+        None, ge=1, le=65_536, description="physical batch: most tokens per compute graph (default 512)"
+    )
+    type_k: KvType | None = Field(None, description="KV cache type of K (default f16)")
+    type_v: KvType | None = Field(
+        None, description="KV cache type of V (default f16; a quantized one needs flash_attn)"
+    )
+
+    @model_validator(mode="after")
+    def _check_llama(self) -> LlamaCppOptions:
+        if self.n_batch is not None and self.n_ubatch is not None and self.n_ubatch > self.n_batch:
+            raise ValueError(f"n_ubatch ({self.n_ubatch}) must not exceed n_batch ({self.n_batch})")
+        # llama.cpp refuses a quantized V cache without flash attention (its context fails to load).
+        if self.type_v not in (None, "f32", "f16", "bf16") and self.flash_attn is not True:
+            raise ValueError(f"type_v: {self.type_v} (a quantized V cache) needs flash_attn: true")
+        return self
+
+    def llama_settings(self) -> dict[str, Any]:
+        """Return the settings that are set, by name (what the result records and the backends read)."""
+        names = ("flash_attn", "n_batch", "n_ubatch", "type_k", "type_v")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+
+def llama_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    """Return ``llama_settings()`` as keyword arguments of llama-cpp-python's ``Llama``."""
+    kwargs = dict(settings)
+    for key in ("type_k", "type_v"):
+        if key in kwargs:
+            kwargs[key] = KV_TYPES[kwargs[key]]
+    return kwargs
+
+
+def llama_server_args(settings: dict[str, Any]) -> list[str]:
+    """Return ``llama_settings()`` as llama-server's command-line options."""
+    flags = {
+        "n_batch": "--batch-size",
+        "n_ubatch": "--ubatch-size",
+        "type_k": "--cache-type-k",
+        "type_v": "--cache-type-v",
+    }
+    args: list[str] = []
+    for key, value in settings.items():
+        if key == "flash_attn":
+            args += ["--flash-attn", "on" if value else "off"]
+        else:
+            args += [flags[key], str(value)]
+    return args
 
 
 class PromptTooLong(ValueError):
@@ -58,6 +140,9 @@ class Generation:
     # A model server's own timings of the request (llama-server's ``timings``: prompt_n, prompt_ms,
     # predicted_n, predicted_ms, ...) and the slot that served it; empty for a local model.
     server_timings: dict[str, float] = field(default_factory=dict)
+    # When each stage before the first token ended, on the shared clock (llama_cpp backend): TTFT's
+    # breakdown, in the order of PHASES.
+    marks: dict[str, float] = field(default_factory=dict)
 
     def latency_metrics(self, arrival: float) -> tuple[dict[str, float], dict[str, list[float]]]:
         """Return (metrics, series) in seconds: TTFT from ``arrival`` to the first non-empty token, TPOT,
@@ -74,6 +159,13 @@ class Generation:
         return metrics, series
 
 
+# The stages of a llama_cpp request before its first token, each ending at its mark: the chat
+# template, tokenisation, the request set-up (KV reset, seed, sampler) and the scheduler gate's
+# admission of the prefill step, the prefill itself (llama_decode of the prompt, the GPU's
+# synchronisation and the first sample), and the first token's text.
+PHASES = ("templated", "tokenised", "admitted", "first_token", "first_text")
+
+
 class LlamaCppGenerator:
     """llama-cpp-python on a GGUF file; ``device`` gpu offloads every layer (CUDA or Metal, whichever the
     build has: ``benchmarks.platform.accelerator`` says which the machine offers), cpu none."""
@@ -81,7 +173,14 @@ class LlamaCppGenerator:
     backend = "llama_cpp"
 
     def __init__(
-        self, model: ResolvedModel, *, n_ctx: int, device: str, seed: int, n_threads: int | None
+        self,
+        model: ResolvedModel,
+        *,
+        n_ctx: int,
+        device: str,
+        seed: int,
+        n_threads: int | None,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         import llama_cpp
         from llama_cpp import Llama, llama_chat_format
@@ -101,6 +200,7 @@ class LlamaCppGenerator:
         self._llama_cpp = llama_cpp
         self.threads = n_threads or default_threads()
         self.path = path
+        self.settings = dict(settings or {})
         self.llm = Llama(
             model_path=str(path),
             n_ctx=n_ctx,
@@ -109,6 +209,7 @@ class LlamaCppGenerator:
             n_threads_batch=self.threads,
             seed=seed,
             verbose=False,
+            **llama_kwargs(self.settings),
         )
         self.n_ctx = n_ctx
         template = self.llm.metadata.get("tokenizer.chat_template")
@@ -131,16 +232,29 @@ class LlamaCppGenerator:
             "n_ctx": self.n_ctx,
             "threads": self.threads,
             "chat_template": self.formatter is not None,
+            # The llama.cpp settings in effect (the unit's, else llama-cpp-python's defaults).
+            "llama": {
+                "flash_attn": self.settings.get("flash_attn", False),
+                "n_batch": self.llm.n_batch,
+                "n_ubatch": self.llm.context_params.n_ubatch,
+                "type_k": self.settings.get("type_k", "f16"),
+                "type_v": self.settings.get("type_v", "f16"),
+            },
         }
 
-    def prompt_tokens(self, messages: Messages) -> list[int]:
-        """Return the chat prompt's token ids, formatted with the model's own template."""
+    def prompt_tokens(self, messages: Messages, marks: dict[str, float] | None = None) -> list[int]:
+        """Return the chat prompt's token ids, formatted with the model's own template; with ``marks``,
+        note when the template and the tokenisation ended."""
         if self.formatter is not None:
             result = self.formatter(messages=list(messages))  # type: ignore[arg-type]
             text, add_bos = result.prompt, not result.added_special
         else:
             text, add_bos = plain_transcript(messages), True
+        if marks is not None:
+            marks["templated"] = now()
         tokens: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        if marks is not None:
+            marks["tokenised"] = now()
         return tokens
 
     def count_tokens(self, text: str) -> int:
@@ -159,7 +273,9 @@ class LlamaCppGenerator:
     ) -> Generation:
         """Stream a reply one gated token at a time; return the text, counts and token times."""
         llm = self.llm
-        prompt = self.prompt_tokens(messages)
+        out = Generation(started=now())
+        prompt = self.prompt_tokens(messages, out.marks)
+        out.tokens_in = len(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             raise PromptTooLong(
                 f"the prompt has {len(prompt)} tokens; with max_tokens {max_tokens} it exceeds "
@@ -170,7 +286,6 @@ class LlamaCppGenerator:
             from llama_cpp import LlamaGrammar
 
             compiled = LlamaGrammar.from_string(grammar, verbose=False)
-        out = Generation(tokens_in=len(prompt), started=now())
         # An empty KV cache per request: a prefix hit would make TTFT measure nothing.
         llm.reset()
         llm.set_seed(seed)
@@ -178,21 +293,31 @@ class LlamaCppGenerator:
             prompt, temp=temperature, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, grammar=compiled
         )
         tokens: list[int] = []
-        text_bytes = 0
         vocab = llm._model.vocab
+        is_eog = self._llama_cpp.llama_vocab_is_eog
+        marks = out.marks
+        times = out.token_times
         try:
-            while len(tokens) < max_tokens:
-                with step("prefill" if not tokens else "decode"):
-                    token = next(stream, None)
-                if token is None or self._llama_cpp.llama_vocab_is_eog(vocab, token):
+            with step("prefill"):
+                marks["admitted"] = now()
+                token = next(stream, None)
+            marks["first_token"] = now()
+            while True:
+                if token is None or is_eog(vocab, token):
                     out.finish_reason = "stop"
                     break
                 tokens.append(token)
                 t = now()
-                out.token_times.append(t)
-                text_bytes += len(llm.detokenize([token]))
-                if out.first_text_time is None and text_bytes > 0:
+                times.append(t)
+                # Detokenised only until the first non-empty piece (TTFT's end): the reply's text is
+                # detokenised once at the end.
+                if out.first_text_time is None and llm.detokenize([token]):
                     out.first_text_time = t
+                    marks["first_text"] = t
+                if len(tokens) >= max_tokens:
+                    break
+                with step("decode"):
+                    token = next(stream, None)
         finally:
             stream.close()
         out.tokens_out = len(tokens)
@@ -437,12 +562,22 @@ def server_generator(server: str, url: str | None, client_model: str | None) -> 
 
 
 def load_generator(
-    model: ResolvedModel, *, backend: str, n_ctx: int, device: str, seed: int, n_threads: int | None
+    model: ResolvedModel,
+    *,
+    backend: str,
+    n_ctx: int,
+    device: str,
+    seed: int,
+    n_threads: int | None,
+    settings: dict[str, Any] | None = None,
 ) -> Generator:
-    """Return a loaded generator for ``backend`` (llama_cpp or transformers)."""
+    """Return a loaded generator for ``backend`` (llama_cpp or transformers); ``settings`` are the
+    llama.cpp settings (``LlamaCppOptions.llama_settings``), which only llama_cpp reads."""
     share_cpu_politely()
     if backend == "llama_cpp":
-        return LlamaCppGenerator(model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads)
+        return LlamaCppGenerator(
+            model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads, settings=settings
+        )
     return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)
 
 

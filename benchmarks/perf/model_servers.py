@@ -1,7 +1,7 @@
 """One served model against separate models: three chat applications, equal load (issue 23).
 
 Usage: python -m benchmarks.perf.model_servers [--model smollm2-135m] [--requests 6] [--max-tokens 32]
-       [--device cpu] [--rounds 1] [--out DIR]
+       [--device cpu|cuda] [--rounds 1] [--settings JSON] [--out DIR] [--json FILE]
 
 Two workflows with the same three Chatbot units (the same prompts, requests, reply length and SLOs,
 closed loops started together), run one after the other (in rounds, alternating the order):
@@ -16,50 +16,84 @@ peak resident memory of the run's processes (their children included: the server
 peak GPU memory (none on the CPU), and throughput (output tokens over the makespan). Definitions:
 docs/metrics.md. On the CPU the threads are given, not taken: each separate Chatbot gets a third of
 the cores, the server all of them, so both cases use the same cores.
+
+GPU memory, per case: the run's monitor samples NVML's device-wide memory in use (every process's)
+through the case's own run; the table gives its peak less what was in use just before the case
+started (read from NVML then), so a case is charged only for what its own processes allocated, and
+the JSON keeps both figures and what was in use again after the case (the check that the case's
+processes gave their memory back before the next one). ``--device cuda`` (or ``gpu``) offloads every
+layer; its defaults are the issue's H200 case: ``llama-3.2-3b@random`` (f16), 6 requests of 128
+tokens per application, and the same llama.cpp settings on both sides (``--settings``, default
+``{"flash_attn": true}``: llama-server's default is flash attention on where the GPU has it,
+llama-cpp-python's is off, and a comparison of the two would otherwise measure that).
+``--json FILE`` writes every row (docs/results/model-servers.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.apps.runtime import default_threads
+from benchmarks.apps.textgen import LlamaCppOptions
 from benchmarks.metrics import percentile
+from benchmarks.platform import gpu_memory_used_bytes, gpus
 from benchmarks.results import ResultDocument, write_bundle
 from benchmarks.runner import run_workflow
 from benchmarks.spec.load import load_yaml
 from benchmarks.status import RequestStatus
-from benchmarks.table import text_table
+from benchmarks.table import markdown_table, text_table
 
 CLIENTS = ("chat_a", "chat_b", "chat_c")
 
 
-def workflow_text(case: str, model: str, requests: int, max_tokens: int, device: str) -> str:
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "cpu": {"model": "smollm2-135m", "requests": 6, "max_tokens": 32, "settings": "{}"},
+    "gpu": {
+        "model": "llama-3.2-3b@random",
+        "requests": 6,
+        "max_tokens": 128,
+        "settings": '{"flash_attn": true}',
+    },
+}
+
+
+def workflow_text(
+    case: str, model: str, requests: int, max_tokens: int, device: str, settings: dict[str, Any] | None = None
+) -> str:
     """Return the YAML of one case: ``shared`` (one server, three slots), ``serial`` (one slot) or
-    ``separate`` (three models)."""
+    ``separate`` (three models); ``settings`` (llama.cpp's, as LlamaCppOptions) go to every model."""
     threads = default_threads()
     chat = f"type: Chatbot, num_requests: {requests}, max_tokens: {max_tokens}, temperature: 0"
+    llama = "".join(f", {k}: {json.dumps(v)}" for k, v in (settings or {}).items())
     lines = ["start_together: true"]
     if case in ("shared", "serial"):
         slots = 3 if case == "shared" else 1
         lines.append(
             f"llm: {{type: LLMServer, model: {model}, device: {device}, parallel: {slots}, "
-            f"n_threads: {threads}}}"
+            f"n_threads: {threads}{llama}}}"
         )
         lines += [f"{c}: {{{chat}, server: llm}}" for c in CLIENTS]
         lines += ["workflows:", "  serve: {uses: llm, background: true}"]
     else:
         own = max(1, threads // len(CLIENTS))
-        lines += [f"{c}: {{{chat}, model: {model}, device: {device}, n_threads: {own}}}" for c in CLIENTS]
+        lines += [
+            f"{c}: {{{chat}, model: {model}, device: {device}, n_threads: {own}{llama}}}" for c in CLIENTS
+        ]
         lines.append("workflows:")
     lines += [f"  {c}: {{uses: {c}}}" for c in CLIENTS]
     return "\n".join(lines) + "\n"
 
 
-def figures(result: ResultDocument) -> dict[str, Any]:
-    """Return one case's row: attainment, TTFT/TPOT p50/p99 (s), memory peaks (MiB), tokens/s."""
+def figures(result: ResultDocument, gpu_before: int | None = None) -> dict[str, Any]:
+    """Return one case's row: attainment, TTFT/TPOT p50/p99 (s), memory peaks (MiB), tokens/s.
+
+    ``gpu_mib`` is the run's peak of GPU memory in use less ``gpu_before`` (what was in use before the
+    case started), when both are known; ``gpu_peak_mib`` the peak itself.
+    """
     ok = [r for a in result.applications for r in a.requests if r.status is RequestStatus.OK and not r.warmup]
     ttft = [r.metrics["ttft"] for r in ok if "ttft" in r.metrics]
     tpot = [r.metrics["tpot"] for r in ok if "tpot" in r.metrics]
@@ -67,12 +101,18 @@ def figures(result: ResultDocument) -> dict[str, Any]:
     telemetry = result.telemetry
     rss = sum(a.rss_peak_bytes or 0 for a in telemetry.applications.values()) if telemetry else 0
     gpu = telemetry.run.gpu_memory_peak_bytes if telemetry else None
+    own = gpu - gpu_before if gpu is not None and gpu_before is not None else gpu
     return {
         "attainment": result.mean_attainment,
         "ttft": (percentile(ttft, 50), percentile(ttft, 99)) if ttft else None,
         "tpot": (percentile(tpot, 50), percentile(tpot, 99)) if tpot else None,
         "rss_mib": rss / 2**20 if rss else None,
-        "gpu_mib": gpu / 2**20 if gpu else None,
+        "gpu_mib": own / 2**20 if own else None,
+        "gpu_peak_mib": gpu / 2**20 if gpu else None,
+        "gpu_before_mib": gpu_before / 2**20 if gpu_before is not None else None,
+        "requests": len(ok),
+        "tokens_out": tokens,
+        "makespan_s": result.makespan_s,
         "tokens_per_s": tokens / result.makespan_s if result.makespan_s else None,
         "failed": [n.name for n in result.nodes if n.status == "failed"],
     }
@@ -88,25 +128,39 @@ def _num(value: float | None, spec: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--requests", type=int, default=6, help="requests per chat application")
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--model", default=None, help="default: smollm2-135m, llama-3.2-3b@random on a GPU")
+    parser.add_argument("--requests", type=int, default=None, help="requests per chat application")
+    parser.add_argument("--max-tokens", type=int, default=None)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu", "cuda"))
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--settings", default=None, help="llama.cpp settings of every model, as JSON")
     parser.add_argument("--out", type=Path, default=None, help="keep each run's bundle here")
+    parser.add_argument("--json", type=Path, default=None, help="write the rows and the setup here")
     args = parser.parse_args(argv)
+    device = "gpu" if args.device == "cuda" else args.device
+    defaults = DEFAULTS[device]
+    model = args.model or str(defaults["model"])
+    requests = args.requests or int(defaults["requests"])
+    max_tokens = args.max_tokens or int(defaults["max_tokens"])
+    settings = LlamaCppOptions(**json.loads(args.settings or str(defaults["settings"]))).llama_settings()
     rows: list[list[str]] = [
         ["case", "round", "attainment", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "RSS MiB", "GPU MiB", "tok/s"]
     ]
+    records: list[dict[str, Any]] = []
     for round_ in range(1, args.rounds + 1):
         order = ("shared", "serial", "separate") if round_ % 2 else ("separate", "serial", "shared")
         for case in order:
-            text = workflow_text(case, args.model, args.requests, args.max_tokens, args.device)
+            text = workflow_text(case, model, requests, max_tokens, device, settings)
+            before = gpu_memory_used_bytes() if device == "gpu" else None
             with tempfile.TemporaryDirectory() as scratch:
                 out = args.out / f"{case}-{round_}" if args.out else Path(scratch)
                 result = run_workflow(load_yaml(text, name=f"model-servers-{case}"), out_dir=out)
                 write_bundle(result, out)
-            f = figures(result)
+            f = figures(result, before)
+            f["gpu_after_mib"] = (
+                (used / 2**20) if device == "gpu" and (used := gpu_memory_used_bytes()) else None
+            )
+            records.append({"case": case, "round": round_, **f})
             rows.append(
                 [
                     case + (f" (failed: {', '.join(f['failed'])})" if f["failed"] else ""),
@@ -120,6 +174,22 @@ def main(argv: list[str] | None = None) -> None:
                 ]
             )
     print(text_table(rows))
+    if args.json:
+        setup = {
+            "model": model,
+            "device": device,
+            "gpu": (gpus() or [{}])[0].get("name") if device == "gpu" else None,
+            "requests_per_application": requests,
+            "max_tokens": max_tokens,
+            "threads": default_threads(),
+            "settings": settings,
+            "rounds": args.rounds,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"setup": setup, "rows": records}, indent=2) + "\n")
+        # The same table in Markdown beside it, for docs/results/model-servers.md.
+        args.json.with_suffix(".md").write_text(f"{json.dumps(setup)}\n\n{markdown_table(rows)}\n")
+        print(f"wrote {args.json} and {args.json.with_suffix('.md').name}")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 # The same command every call; each one does what is still missing and stops in time (the device
 # allows 10 minutes a command):
 #   1. installs the carried wheels the image lacks (--no-deps, so the image's torch stays);
-#   2. builds llama-cpp-python with CUDA from the carried stripped sdist, once (~4 min); the wheel is
-#      kept in results/h200-study/build, ignored by git and not carried, so later calls on the same
-#      warm machine install it in seconds;
+#   2. builds llama-cpp-python with CUDA from the carried stripped sdist, once (~4 min), and in the same
+#      compile llama.cpp's llama-server (issue 23's LLMServer; studies/h200/build_llama.sh), exported
+#      as CB_LLAMA_SERVER; the wheel and the build folder are kept in results/h200-study/build, ignored
+#      by git and not carried, so later calls on the same warm machine install the wheel in seconds;
 #   3. with STUDY_MONITOR_COST=1, measures the monitor's own cost into $OUT/monitor-overhead.txt;
 #   4. runs the study's next steps in the time left (state and bundles in results/h200-study/gpu);
 #      the random Llama GGUF files they load (3B: 6.4 GB) are written into results/h200-study/cache
@@ -24,6 +25,8 @@
 # STUDY_SWEEP=studies/h200/NAME.yml runs another sweep file of this folder the same way (issue 19:
 # credit-threshold.yml, video-creation.yml): its state in results/h200-study/NAME, its archive
 # $OUT/h200-NAME-gpu.tar.gz; the wheel and the GGUF files are shared with the study.
+# STUDY_TASK=gpu-session runs studies/h200/gpu-session.sh after steps 1-2 instead of steps 3-5 (issue 22
+# item 6 and issue 23's H200 table: the chatbot's harness overhead and settings grid, the model servers).
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
@@ -61,23 +64,37 @@ if [ -n "$missing" ]; then
   python3 -m pip install -q --no-index --no-deps $missing || exit 1
 fi
 
-log "2. llama-cpp-python with CUDA; meanwhile the random GGUF files every step loads"
-python3 -m benchmarks.cli sweep "$SWEEP" --prepare --state "$STATE" > "$OUT/prepare.log" 2>&1 &
+log "2. llama-cpp-python and llama-server with CUDA; meanwhile the random GGUF files every step loads"
+TASK=${STUDY_TASK:-sweep}
+if [ "$TASK" = gpu-session ]; then
+  # The one model of the session (6.4 GB of random f16 weights).
+  python3 -c "from benchmarks.apps.textgen import local_file; from benchmarks.models import resolve
+print(local_file(resolve('llama-3.2-3b@random', ('gguf',), 'Chatbot')))" > "$OUT/prepare.log" 2>&1 &
+else
+  python3 -m benchmarks.cli sweep "$SWEEP" --prepare --state "$STATE" > "$OUT/prepare.log" 2>&1 &
+fi
 prepare=$!
-if ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
+SERVER=$PWD/$ROOT/build/cmake/bin/llama-server
+if [ ! -x "$SERVER" ] || ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
   wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
-  if [ -z "$wheel" ]; then
-    CMAKE_ARGS="-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF" \
-      CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip wheel -q --no-deps --no-build-isolation \
-      -w "$ROOT/build" .device/llama_cpp_python-*-stripped.tar.gz > "$OUT/llama-build.log" 2>&1 \
-      || { tail -n 40 "$OUT/llama-build.log"; exit 1; }
+  if [ -z "$wheel" ] || [ ! -x "$SERVER" ]; then
+    rm -f "$ROOT"/build/llama_cpp_python-*.whl
+    CMAKE_BUILD_PARALLEL_LEVEL=16 bash studies/h200/build_llama.sh .device/llama_cpp_python-*-stripped.tar.gz \
+      "$ROOT/build" "$ROOT/build/cmake" "-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90" \
+      > "$OUT/llama-build.log" 2>&1 || { tail -n 40 "$OUT/llama-build.log"; exit 1; }
     wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl | head -n 1)
   fi
   python3 -m pip install -q --no-deps --force-reinstall "$wheel" || exit 1
 fi
+export CB_LLAMA_SERVER=$SERVER
+log "   llama-server: $("$SERVER" --version 2>&1 | tail -n 1)"
 wait "$prepare" || { cat "$OUT/prepare.log"; exit 1; }
 log "   $(tr '\n' ' ' < "$OUT/prepare.log")"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
+if [ "$TASK" = gpu-session ]; then
+  CALL_S=$CALL_S STUDY_ELAPSED_S=$SECONDS OUT=$OUT bash studies/h200/gpu-session.sh
+  exit $?
+fi
 
 if [ -n "${STUDY_MONITOR_COST:-}" ]; then
   log "3. the monitor's own cost (issue 4), before the study loads the GPU"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Prepares .device/ here (ignored by git) with what the H200 study must carry to the device machine:
 # the wheels its Python 3.12 lacks and llama-cpp-python's source without the parts a CUDA build with
-# tools, examples and tests off never reads (vendor/llama.cpp/{models,docs,benches} as in issue 7's
+# examples and tests off never reads (vendor/llama.cpp/{models,docs,benches} as in issue 7's
 # recipe, plus tests, examples, pocs, the git history and the other GPU backends, which CMake only enters when they are
-# switched on), which device.sh builds there once. Everything carried, the working tree included, must
+# switched on), which device.sh builds there once. The tools stay: build_llama.sh builds llama-server
+# (tools/server, with tools/mtmd, tools/ui and vendor/cpp-httplib) in the same compile; a CPU build of
+# that recipe from this archive was checked on 2026-12-05 (bin/llama-server, every library resolved). Everything carried, the working tree included, must
 # stay under 64 MiB.
 #   bash studies/h200/prepare_device.sh
 set -euo pipefail

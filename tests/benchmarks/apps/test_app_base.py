@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.apps.base import AppContext, Driver, RequestFailed, RequestRecord, check_unit
+from benchmarks.apps.base import AppContext, AppStopped, Driver, RequestFailed, RequestRecord, check_unit
 from benchmarks.apps.datasets import prompts_input
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.spec.load import load_yaml
@@ -106,3 +106,55 @@ def test_a_request_that_fails_is_recorded_with_its_reason_and_ends_the_run(tmp_p
         (0, "ok", None),
         (1, "error", "the kernel cannot serve this shape"),
     ]
+
+
+class Recorder:
+    """A gate that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+
+    def acquire(self, app: str, kind: str) -> None:
+        self.calls.append(("acquire", app, kind))
+
+    def release(self, app: str, kind: str) -> None:
+        self.calls.append(("release", app, kind))
+
+
+def step_context(stop: bool = False, server_url: str | None = None) -> tuple[AppContext, Recorder]:
+    gate = Recorder()
+    ctx = AppContext(
+        node="chat",
+        emit=lambda kind, **fields: None,
+        gate=gate,
+        stop_requested=lambda: stop,
+        device="cpu",
+        out_dir=Path("."),
+        seed=0,
+        server_url=server_url,
+    )
+    return ctx, gate
+
+
+def test_a_gpu_step_holds_the_gate_for_its_body_and_releases_it_when_the_body_raises() -> None:
+    ctx, gate = step_context()
+    with ctx.gpu_step("prefill"):
+        assert gate.calls == [("acquire", "chat", "prefill")]
+    with pytest.raises(ValueError, match="boom"), ctx.gpu_step("decode"):
+        raise ValueError("boom")
+    assert gate.calls == [
+        ("acquire", "chat", "prefill"),
+        ("release", "chat", "prefill"),
+        ("acquire", "chat", "decode"),
+        ("release", "chat", "decode"),
+    ]
+
+
+def test_a_stop_request_ends_a_step_before_the_gate_and_a_server_client_never_takes_the_gate() -> None:
+    ctx, gate = step_context(stop=True)
+    with pytest.raises(AppStopped), ctx.gpu_step("decode"):
+        pytest.fail("the body ran after a stop request")
+    ctx, gate = step_context(server_url="http://127.0.0.1:1")
+    with ctx.gpu_step("decode"):
+        pass
+    assert gate.calls == []

@@ -167,3 +167,31 @@ def test_quality_is_the_mean_token_counts_and_the_decode_rate_over_every_decoded
         "tokens_in": {"value": 10.0, "unit": "tokens/request", "count": 1},
         "tokens_out": {"value": 1.0, "unit": "tokens/request", "count": 1},
     }
+
+
+@pytest.mark.models
+def test_llama_settings_reach_llama_cpp_and_ttft_is_broken_down_into_ordered_stages(run_driver, tmp_path):
+    prompts = prompts_file(tmp_path, "Name three colours.")
+    text = CHAT.format(max_tokens=6, backend="llama_cpp", prompts=prompts) + (
+        "  flash_attn: true\n  n_batch: 256\n  n_ubatch: 64\n  type_k: q8_0\n  type_v: q8_0\n"
+    )
+    run = run_driver(text)
+    assert run.loaded["llama"] == {
+        "flash_attn": True, "n_batch": 256, "n_ubatch": 64, "type_k": "q8_0", "type_v": "q8_0"
+    }  # fmt: skip
+    for record in run.records:
+        marks = record["info"]["ttft_marks"]
+        assert list(marks) == ["started", "templated", "tokenised", "admitted", "first_token", "first_text"]
+        times = list(marks.values())
+        assert times == sorted(times) and times[0] >= 0
+        # The last stage ends at the first non-empty token: TTFT itself.
+        assert marks["first_text"] == pytest.approx(record["metrics"]["ttft"])
+
+
+@pytest.mark.models
+def test_the_default_llama_settings_are_recorded_as_llama_cpp_pythons(run_driver, tmp_path):
+    prompts = prompts_file(tmp_path, "Hi.")
+    run = run_driver(CHAT.format(max_tokens=2, backend="llama_cpp", prompts=prompts))
+    assert run.loaded["llama"] == {
+        "flash_attn": False, "n_batch": 512, "n_ubatch": 512, "type_k": "f16", "type_v": "f16"
+    }  # fmt: skip

@@ -264,3 +264,22 @@ def test_a_missing_server_binary_stops_the_run_before_it_starts(monkeypatch: pyt
     assert info.value.problems == [
         "unit 'llm': CB_LLAMA_SERVER=/nonexistent/llama-server is not an executable file"
     ]
+
+
+@served
+def test_the_llama_settings_reach_llama_server_and_its_clients_are_served(tmp_path: Path) -> None:
+    text = """\
+llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 2, flash_attn: true, n_batch: 256,
+      n_ubatch: 128, type_k: q8_0, type_v: q8_0}
+chat: {type: Chatbot, server: llm, num_requests: 1, max_tokens: 4}
+workflows:
+  serve: {uses: llm, background: true}
+  c: {uses: chat}
+"""
+    result = run_workflow(load_yaml(text, name="settings"), out_dir=tmp_path)
+    (server,) = [n for n in result.nodes if n.server]
+    assert server.server["llama"] == {
+        "flash_attn": True, "n_batch": 256, "n_ubatch": 128, "type_k": "q8_0", "type_v": "q8_0"
+    }  # fmt: skip
+    (chat,) = result.applications
+    assert [r.status.value for r in chat.requests] == ["ok"]
