@@ -178,7 +178,6 @@ def test_cbkernels_params_say_so_when_cbkernels_attention_cannot_be_imported(mak
 
 
 def test_cbkernels_params_are_checked_by_the_kernel_naming_the_bad_key(make_unit):
-    pytest.importorskip("cbkernels.attention", reason="cbkernels.attention (issue 21 item 1) is absent")
     with pytest.raises(WorkflowValidationError) as err:
         make_unit(unit_yaml(device="gpu", attention="cbkernels", attention_params="{no_such_knob: 1}"))
     assert "images.attention_params" in str(err.value) and "no_such_knob" in str(err.value)
@@ -207,7 +206,6 @@ def test_each_sdpa_choice_serves_the_sd3_denoiser_on_a_gpu(run_driver, choice):
 
 @pytest.mark.gpu
 def test_cbkernels_serves_each_call_with_its_params_and_refuses_a_mask():
-    pytest.importorskip("cbkernels.attention", reason="cbkernels.attention (issue 21 item 1) is absent")
     import torch
 
     switch = AttentionSwitch("cbkernels", {"maxnreg": 128}, "cuda")
