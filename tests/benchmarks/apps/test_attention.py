@@ -1,8 +1,6 @@
 """ImageGen's attention switch on real tiny diffusers pipelines: which kernel serves each call, the
 count per request, the checks of a choice and its parameters, and a kernel that cannot serve a call.
-
-The cbkernels tests need ``cbkernels.attention`` (issue 21 item 1): they skip while it is absent.
-"""
+The cbkernels ones run the Triton kernel in its CPU interpreter."""
 
 from __future__ import annotations
 
