@@ -1,6 +1,6 @@
 """ImageGen's attention switch on real tiny diffusers pipelines: which kernel serves each call, the
 count per request, the checks of a choice and its parameters, and a kernel that cannot serve a call.
-The cbkernels ones run the Triton kernel in its CPU interpreter."""
+The cbkernels kernel itself runs on a GPU here (tests/cbkernels run it in Triton's CPU interpreter)."""
 
 from __future__ import annotations
 
