@@ -140,7 +140,9 @@ CB_RESULTS_DIR = Path(env.str("CB_RESULTS_DIR", default=str(BASE_DIR / "results"
 CB_DATA_DIRS = [
     Path(p.strip()) for p in env.list("CB_DATA_DIRS", default=[]) if p.strip()
 ] or default_data_dirs()
-CB_MODEL_DIRS = list(model_dirs()) or default_model_dirs()
+CB_MODEL_DIRS = (
+    list(model_dirs({"CB_MODEL_DIRS": env.str("CB_MODEL_DIRS", default="")})) or default_model_dirs()
+)
 
 # --------------------------------------------------------------------------------------------------
 # Authentication and access

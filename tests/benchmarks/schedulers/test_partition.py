@@ -312,7 +312,7 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     # The one mock: a GPU that this machine does not have. Processes, daemon and checks are real.
     fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
     monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
-    monkeypatch.setattr("benchmarks.runner.checks.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     wf = load_yaml(
         "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, mps: 60, memory_limit: 2GiB}\n"
@@ -339,7 +339,7 @@ def test_credit_mps_admits_by_credit_inside_mps_shares(
 ) -> None:
     fake_gpu = [{"index": 0, "name": "stand-in GPU"}]
     monkeypatch.setattr("benchmarks.schedulers.partition.gpus", lambda: fake_gpu)
-    monkeypatch.setattr("benchmarks.runner.checks.gpus", lambda: fake_gpu)
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     wf = load_yaml(
         "a: {type: Synthetic, steps: 20, step_ms: 50, num_requests: 1, priority: high}\n"
