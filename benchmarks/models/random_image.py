@@ -11,6 +11,17 @@ from typing import Any
 
 from benchmarks.models.catalogue import ModelError, RandomModel, package_dir
 
+# The noise schedule Stable Diffusion 1.x and SDXL base were trained with, as their DDIM settings (DDIM
+# for both: Euler's sigmas cannot be built on the ``meta`` device); a model's config may change or add to it.
+SD_NOISE_SCHEDULE: dict[str, Any] = {
+    "beta_schedule": "scaled_linear",
+    "beta_start": 0.00085,
+    "beta_end": 0.012,
+    "clip_sample": False,
+    "set_alpha_to_one": False,
+    "steps_offset": 1,
+}
+
 
 def clip_tokenizer() -> Any:
     """Return a transformers ``CLIPTokenizer`` built from the BPE vocabulary open-clip-torch ships.
@@ -113,16 +124,7 @@ def _build_random(model: RandomModel) -> Any:
             text_encoder=clip(cfg["text_encoder"], False),
             tokenizer=tokenizer,
             unet=unet,
-            # Stable Diffusion 1.5's own scheduler settings.
-            scheduler=DDIMScheduler(
-                beta_schedule="scaled_linear",
-                beta_start=0.00085,
-                beta_end=0.012,
-                clip_sample=False,
-                set_alpha_to_one=False,
-                steps_offset=1,
-                **cfg.get("scheduler", {}),
-            ),
+            scheduler=DDIMScheduler(**{**SD_NOISE_SCHEDULE, **cfg.get("scheduler", {})}),
             safety_checker=None,
             feature_extractor=None,
             image_encoder=None,
@@ -142,15 +144,7 @@ def _build_random(model: RandomModel) -> Any:
                 in_channels=vae.config.latent_channels,
                 out_channels=vae.config.latent_channels,
             ),
-            # SDXL base's noise schedule (DDIM: Euler's sigmas cannot be built on the ``meta`` device).
-            scheduler=DDIMScheduler(
-                beta_schedule="scaled_linear",
-                beta_start=0.00085,
-                beta_end=0.012,
-                clip_sample=False,
-                set_alpha_to_one=False,
-                steps_offset=1,
-            ),
+            scheduler=DDIMScheduler(**SD_NOISE_SCHEDULE),
         )
     from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
 
