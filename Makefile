@@ -69,8 +69,10 @@ $(LLAMA_STAMP):
 # above and the build flavour's (GPU=cuda|metal|cpu, as the bindings), statically linked, into
 # $(BIN)/llama-server. Cached: the stamp names the version and the flavour, so it is rebuilt only when
 # one changes (`rm $(VENV)/.llama-server-*` to force). 11-17 min measured on 2 busy cores (10 min of CPU); the engine finds it beside its Python
-# (or CB_LLAMA_SERVER).
-LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_VERSION)-$(GPU)
+# (or CB_LLAMA_SERVER). benchmarks/apps/server_gate.patch adds the scheduler's step gate (docs/schedulers.md);
+# the stamp names the patch's hash too, so a changed patch rebuilds.
+SERVER_GATE_PATCH := benchmarks/apps/server_gate.patch
+LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_VERSION)-$(GPU)-$(shell cksum < $(SERVER_GATE_PATCH) | cut -d' ' -f1)
 .PHONY: llama-server
 llama-server: $(LLAMA_SERVER_STAMP)
 install: $(LLAMA_SERVER_STAMP)
@@ -78,6 +80,7 @@ $(LLAMA_SERVER_STAMP): | $(BIN)/consumerbench
 	set -e; work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
 	$(BIN)/pip download -q --no-deps --no-binary=:all: -d "$$work" llama-cpp-python==$(LLAMA_VERSION); \
 	tar -xzf "$$work"/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C "$$work"; \
+	patch -s -p1 -d "$$work"/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp < $(SERVER_GATE_PATCH); \
 	cmake -S "$$work"/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B "$$work/build" -DCMAKE_BUILD_TYPE=Release \
 		$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU)) -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
 		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF; \

@@ -10,6 +10,12 @@ background node), and it is stopped when the foreground ends. It records its loa
 
 The binary is found as ``CB_LLAMA_SERVER`` (a path), else ``llama-server`` beside the Python that runs
 the engine (``make install`` builds it into the virtual environment), else on ``PATH``.
+
+Under a scheduler whose gate may hold a step back (credit), each of the server's batches is one gated
+step: ``make install`` builds the server with ``server_gate.patch``, which makes every decode step ask
+this node's process for admission over a pipe, and ``StepGateBridge`` carries the question through
+the node's gate (docs/schedulers.md, "Model servers"). A server built without the patch is refused
+under such a scheduler rather than left ungated.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,8 +46,10 @@ from benchmarks.apps.textgen import LlamaCppOptions, llama_server_args, local_fi
 from benchmarks.files import UNRESTRICTED, FilePolicy
 from benchmarks.models import resolve
 from benchmarks.platform import accelerator
+from benchmarks.schedulers.base import OpenGate
 
 if TYPE_CHECKING:
+    from benchmarks.schedulers.base import Gate
     from benchmarks.spec.model import Application
 
 BINARY_ENV = "CB_LLAMA_SERVER"
@@ -55,6 +65,12 @@ LOG_TAIL_CHARS = 2000
 MAX_SERVER_CONTEXT = 131_072
 # prctl(2) option: the signal the server gets when the thread that started it ends.
 _PR_SET_PDEATHSIG = 1
+# The step gate's pipe (server_gate.patch): the variable naming the server's two descriptors (the one it
+# reads grants from, the one it writes to), and the bytes it writes (hello at start, ask before a
+# step, done after it) and reads (grant). The gated step's kind, as the scheduler sees it.
+GATE_ENV = "CB_GATE_FDS"
+HELLO, ASK, DONE, GRANT = b"h", b"a", b"r", b"g"
+BATCH_STEP = "batch"
 
 
 class ServerOptions(LlamaCppOptions):
@@ -137,11 +153,79 @@ def log_tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
         return ""
 
 
+class StepGateBridge:
+    """Carries each of llama-server's decode steps through this node's scheduler gate.
+
+    The server (built with server_gate.patch) writes ``ASK`` before a step and waits for ``GRANT``,
+    then writes ``DONE`` after it; a thread here turns these into ``gate.acquire`` and
+    ``gate.release``, so a batch is admitted, charged and counted like any application's step. Make
+    one per server process: ``env`` and ``child_fds`` go to the process, ``started`` closes their
+    copies here, ``confirm`` checks the server's hello and starts the thread, ``close`` ends it.
+    """
+
+    def __init__(self, gate: Gate, node: str) -> None:
+        self.gate = gate
+        self.node = node
+        self.steps = 0
+        server_reads, self._grants = os.pipe()
+        self._asks, server_writes = os.pipe()
+        self.child_fds = (server_reads, server_writes)
+        self.env = {GATE_ENV: f"{server_reads},{server_writes}"}
+        self._thread: threading.Thread | None = None
+        self._admitted = False
+        self._handed = False
+
+    def started(self) -> None:
+        """Close this process's copies of the server's descriptors (once the server has them)."""
+        self._handed = True
+        for fd in self.child_fds:
+            os.close(fd)
+
+    def confirm(self) -> bool:
+        """Return whether the server said hello (its binary has the gate); if so, start carrying its
+        steps. Called once it answers /health: the hello is written before the model loads."""
+        ready, _, _ = select.select([self._asks], [], [], 0)
+        if not ready or os.read(self._asks, 1) != HELLO:
+            return False
+        self._thread = threading.Thread(target=self._carry, name=f"{self.node}-step-gate", daemon=True)
+        self._thread.start()
+        return True
+
+    def _carry(self) -> None:
+        try:
+            while message := os.read(self._asks, 1):
+                if message == ASK:
+                    self.gate.acquire(self.node, BATCH_STEP)
+                    self._admitted = True
+                    os.write(self._grants, GRANT)
+                elif message == DONE and self._admitted:
+                    self._admitted = False
+                    self.gate.release(self.node, BATCH_STEP)
+                    self.steps += 1
+        except OSError:
+            pass  # the server is gone (a grant to a closed pipe)
+        finally:
+            # A server that died in the middle of a step must not look busy to the scheduler.
+            if self._admitted:
+                self._admitted = False
+                self.gate.release(self.node, BATCH_STEP)
+
+    def close(self) -> None:
+        """After the server process ended: wait for the thread (it sees the pipe close) and close the
+        pipe's ends here."""
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        for fd in (self._asks, self._grants) + (() if self._handed else self.child_fds):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class ServerDriver(Driver):
     """Starts ``llama-server``, waits for it to answer, serves until stopped, then stops it."""
 
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
+    bridge: StepGateBridge | None = None
 
     def load(self) -> dict[str, Any]:
         opts = self.options
@@ -209,19 +293,28 @@ class ServerDriver(Driver):
             # The llama.cpp settings the unit sets (the others are llama-server's defaults).
             "llama": opts.llama_settings(),
             "rss_mb": round(psutil.Process(self.proc.pid).memory_info().rss / 2**20, 1),
+            # Whether each batch passes the scheduler's gate (only a gate that may wait is bridged).
+            "step_gate": self.bridge is not None,
         }
 
     def _start(self, command: list[str], port: int) -> bool:
         """Start the server and wait until ``/health`` answers 200; False when it exited first."""
         self._stop()
         self.log = self.log_path.open("ab")
+        # A gate that never waits (greedy, partition) is not bridged: its batches pay nothing for it.
+        bridge = None if isinstance(self.ctx.gate, OpenGate) else StepGateBridge(self.ctx.gate, self.ctx.node)
+        self.bridge = bridge
         self.proc = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_starter,
+            env={**os.environ, **bridge.env} if bridge else None,
+            pass_fds=bridge.child_fds if bridge else (),
         )
+        if bridge is not None:
+            bridge.started()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -231,6 +324,13 @@ class ServerDriver(Driver):
             health = f"http://127.0.0.1:{port}/health"
             with contextlib.suppress(OSError), urllib.request.urlopen(health, timeout=1) as reply:
                 if reply.status == 200:
+                    if bridge is not None and not bridge.confirm():
+                        raise ServerError(
+                            f"{command[0]} has no step gate (it was built without "
+                            "benchmarks/apps/server_gate.patch), so this run's scheduler could not "
+                            "gate its batches: rebuild it with `make llama-server`, or run the "
+                            "workflow with greedy or partition"
+                        )
                     return True
             time.sleep(POLL_S)
         raise ServerError(self._died(f"did not answer /health within {READY_TIMEOUT_S:g} s"))
@@ -274,6 +374,9 @@ class ServerDriver(Driver):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        bridge, self.bridge = self.bridge, None
+        if bridge is not None:
+            bridge.close()
         if self.log is not None:
             self.log.close()
             self.log = None

@@ -10,7 +10,10 @@ closed loops started together), run one after the other (in rounds, alternating 
 - separate: three Chatbots, each loading its own copy of the model (llama-cpp-python);
 - serial: the shared case with ``parallel: 1``: one sequence at a time, as a server without batching
   across requests serves them (llama-cpp-python's own ``llama_cpp.server`` is one: one ``Llama``
-  behind a lock), so the gap to ``shared`` is what continuous batching brings.
+  behind a lock), so the gap to ``shared`` is what continuous batching brings;
+- gated: the shared case under the credit scheduler, every batch through the server's step gate (the
+  clients are HIGH, so no batch is held back): the gap to ``shared`` is what the gate costs.
+Every case but ``gated`` runs under greedy.
 Prints, per case: mean SLO attainment, TTFT and TPOT p50/p99 over every request of the three, the
 peak resident memory of the run's processes (their children included: the server's llama-server),
 peak GPU memory (none on the CPU), and throughput (output tokens over the makespan). Definitions:
@@ -48,6 +51,7 @@ from benchmarks.status import RequestStatus
 from benchmarks.table import markdown_table, text_table
 
 CLIENTS = ("chat_a", "chat_b", "chat_c")
+CASES = ("shared", "gated", "serial", "separate")
 
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -115,6 +119,8 @@ def figures(result: ResultDocument, gpu_before: int | None = None) -> dict[str, 
         "makespan_s": result.makespan_s,
         "tokens_per_s": tokens / result.makespan_s if result.makespan_s else None,
         "failed": [n.name for n in result.nodes if n.status == "failed"],
+        # The server's batches that passed its step gate (the gated case; the scheduler's count).
+        "gated_batches": (result.scheduler.get("apps") or {}).get("serve", {}).get("steps"),
     }
 
 
@@ -148,13 +154,14 @@ def main(argv: list[str] | None = None) -> None:
     ]
     records: list[dict[str, Any]] = []
     for round_ in range(1, args.rounds + 1):
-        order = ("shared", "serial", "separate") if round_ % 2 else ("separate", "serial", "shared")
+        order = CASES if round_ % 2 else CASES[::-1]
         for case in order:
-            text = workflow_text(case, model, requests, max_tokens, device, settings)
+            text = workflow_text("shared" if case == "gated" else case, model, requests, max_tokens, device, settings)
             before = gpu_memory_used_bytes() if device == "gpu" else None
             with tempfile.TemporaryDirectory() as scratch:
                 out = args.out / f"{case}-{round_}" if args.out else Path(scratch)
-                result = run_workflow(load_yaml(text, name=f"model-servers-{case}"), out_dir=out)
+                workflow = load_yaml(text, name=f"model-servers-{case}")
+                result = run_workflow(workflow, scheduler="credit" if case == "gated" else "greedy", out_dir=out)
                 write_bundle(result, out)
             f = figures(result, before)
             f["gpu_after_mib"] = (

@@ -23,6 +23,7 @@ from benchmarks.clock import now
 from benchmarks.schedulers import ledger
 from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
+from benchmarks.spec.model import server_edges
 from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class CreditScheduler(Scheduler):
         self._final: dict[str, dict[str, Any]] = {}
         self.shm_name: str | None = None
         self._next_check = 0.0
+        # A model server's node and the client nodes whose requests its batches serve.
+        self._clients: dict[str, tuple[str, ...]] = {}
 
     def start(self, workflow: Workflow, nodes: Mapping[str, NodePlan]) -> None:
         self._slots = {name: i for i, name in enumerate(nodes)}
@@ -138,16 +141,28 @@ class CreditScheduler(Scheduler):
         self._shm = shared_memory.SharedMemory(create=True, size=CreditTable.nbytes(slots))
         self.shm_name = self._shm.name
         self.table = CreditTable(self._shm.buf, slots)
+        served: dict[str, list[str]] = {}
+        for client, servers in server_edges(workflow.applications, workflow.nodes).items():
+            for server in servers:
+                served.setdefault(server, []).append(client)
+        self._clients = {s: tuple(c for c in clients if c in nodes) for s, clients in served.items() if s in nodes}
         t = now()
-        for name, plan in nodes.items():
-            self._priority[name] = plan.priority
+        initial: dict[str, float] = {}
+        for name in nodes:
             self._slos[name] = workflow.unit_of(name).slo
             self._history[name] = []
             # With no measurement yet, an application with an SLO is assumed at risk.
-            initial = self.params.initial_pressure if self._slos[name] else 0.0
-            self.table.enable(
-                self._slots[name], Priority.of(plan.priority), initial, t, self.params, plan.device
-            )
+            initial[name] = self.params.initial_pressure if self._slos[name] else 0.0
+        for name, plan in nodes.items():
+            priority, pressure = plan.priority, initial[name]
+            clients = self._clients.get(name)
+            if clients:
+                # A model server's batches serve its clients: they run in its clients' most urgent class,
+                # under its clients' greatest pressure (docs/schedulers.md, "Model servers").
+                priority = min((nodes[c].priority for c in clients), key=lambda p: Priority.of(p))
+                pressure = max(initial[c] for c in clients)
+            self._priority[name] = priority
+            self.table.enable(self._slots[name], Priority.of(priority), pressure, t, self.params, plan.device)
 
     def gate_for(self, node: NodePlan) -> GateSpec:
         if self.shm_name is None or self.table is None:
@@ -165,7 +180,13 @@ class CreditScheduler(Scheduler):
         del history[: -self.params.window]
         p = ledger.pressure(history, self.params)
         self.table.set(self._slots[node], ledger.PRESSURE, p)
-        self._trace.append((float(record.get("end", 0.0)), node, p))
+        end = float(record.get("end", 0.0))
+        self._trace.append((end, node, p))
+        for server, clients in self._clients.items():
+            if node in clients:
+                p = max(self.table.get(self._slots[c], ledger.PRESSURE) for c in clients)
+                self.table.set(self._slots[server], ledger.PRESSURE, p)
+                self._trace.append((end, server, p))
 
     def poll(self) -> None:
         """Retire the slots of application processes that died, possibly in the middle of a step.

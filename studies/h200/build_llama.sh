@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One compile of llama.cpp for both llama-cpp-python and llama.cpp's HTTP server (issue 23's LLMServer),
-# from the stripped sdist that prepare_device.sh carries (device.sh's step 2):
+# from the stripped sdist that prepare_device.sh carries (device.sh's step 2), its server with the step gate:
 #   bash studies/h200/build_llama.sh SDIST WHEEL_DIR BUILD_DIR [CMAKE_ARGS of the flavour]
 # pip builds the wheel with scikit-build-core in BUILD_DIR (its build-dir setting, kept afterwards) and
 # llama.cpp's tools switched on with the server, so the server links the very libllama/libggml the wheel
@@ -33,9 +33,21 @@ isolation=(--no-build-isolation)
 mkdir -p "$WHEEL_DIR" "$BUILD_DIR"
 # scikit-build-core reads build-dir relative to the unpacked sdist (a temporary folder): absolute paths.
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd) WHEEL_DIR=$(cd "$WHEEL_DIR" && pwd)
+# The server gets the scheduler's step gate (benchmarks/apps/server_gate.patch, as `make install` does);
+# the bindings' sources are untouched by it.
+GATE_PATCH=$(cd "$(dirname "$0")/../.." && pwd)/benchmarks/apps/server_gate.patch
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+tar -xzf "$SDIST" -C "$src"
+tree=$(find "$src" -mindepth 1 -maxdepth 1 -type d)
+if command -v patch > /dev/null; then
+  patch -s -p1 -d "$tree/vendor/llama.cpp" < "$GATE_PATCH"
+else
+  (cd "$tree/vendor/llama.cpp" && GIT_DIR=/nonexistent git apply "$GATE_PATCH")
+fi
 CMAKE_ARGS="$FLAVOUR $SERVER_ARGS" "$PY" -m pip wheel -q --no-deps "${isolation[@]}" \
   --config-settings=build-dir="$BUILD_DIR" --config-settings="$targets_key"=llama-server \
-  -w "$WHEEL_DIR" "$SDIST"
+  -w "$WHEEL_DIR" "$tree"
 server=$BUILD_DIR/bin/llama-server
 test -x "$server" || { echo "no $server after the build" >&2; exit 1; }
 if ldd "$server" | grep -q "not found"; then

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from benchmarks.apps.base import AppContext
 from benchmarks.results import write_bundle
 from benchmarks.runner import PreflightError, run_workflow
 from benchmarks.schedulers.base import OpenGate
+from benchmarks.schedulers.credit import CreditScheduler
+from benchmarks.schedulers.ledger import CreditParams
 from benchmarks.spec.load import load_yaml
 
 # The YAML of issue 23 with short replies, so that a test takes seconds on a busy 2-core machine.
@@ -283,3 +287,142 @@ workflows:
     }  # fmt: skip
     (chat,) = result.applications
     assert [r.status.value for r in chat.requests] == ["ok"]
+
+
+class HeldGate:
+    """A gate that may wait (so the driver bridges it): it holds every step until ``admit`` is set and
+    counts what passes, as the scheduler's side of the server's step gate sees it."""
+
+    def __init__(self) -> None:
+        self.admit = threading.Event()
+        self.asked = 0
+        self.released = 0
+        self.seen: set[tuple[str, str]] = set()
+
+    def acquire(self, app: str, kind: str) -> None:
+        self.asked += 1
+        self.seen.add((app, kind))
+        self.admit.wait(60)
+
+    def release(self, app: str, kind: str) -> None:
+        self.released += 1
+
+
+def _wait_for(condition: Any, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@served
+def test_a_gated_server_decodes_nothing_until_its_gate_admits_the_batch(tmp_path: Path) -> None:
+    unit = load_yaml(SHARED, name="shared").applications["llm"]
+    gate = HeldGate()
+    ctx = AppContext("serve", lambda kind, **f: None, gate, lambda: False, "cpu", tmp_path, 0)
+    driver = server_app.ServerDriver(unit, ctx)
+    reply: dict[str, Any] = {}
+
+    def complete() -> None:
+        body = json.dumps({"prompt": "The capital of France is", "max_tokens": 4, "temperature": 0})
+        request = urllib.request.Request(
+            f"{loaded['url']}/v1/completions", body.encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            reply.update(json.loads(answer.read()))
+
+    try:
+        loaded = driver.load()
+        assert loaded["step_gate"] is True
+        assert gate.asked == 0  # loading (llama.cpp's warm-up decode included) passes no gate
+        client = threading.Thread(target=complete)
+        client.start()
+        _wait_for(lambda: gate.asked > 0)
+        time.sleep(0.5)
+        # The prompt's batch waits at the gate: nothing decoded, nothing answered.
+        assert (gate.asked, gate.released) == (1, 0) and client.is_alive() and not reply
+        gate.admit.set()
+        client.join(60)
+        assert reply["usage"]["completion_tokens"] == 4
+        _wait_for(lambda: gate.released == gate.asked)
+        # The prompt's step, then one step per token decoded after the first; every one released.
+        assert gate.asked == gate.released == driver.bridge.steps >= 4  # type: ignore[union-attr]
+        assert gate.seen == {("serve", server_app.BATCH_STEP)}
+    finally:
+        driver.close()
+    assert gone(loaded["pid"])
+
+
+def test_a_server_binary_without_the_step_gate_is_refused_only_where_a_gate_may_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in for a stock llama-server (built without server_gate.patch): it answers /health only.
+    stock = tmp_path / "llama-server"
+    stock.write_text(
+        f"#!{sys.executable}\n"
+        + textwrap.dedent(
+            """\
+            import http.server, sys
+            port = int(sys.argv[sys.argv.index("--port") + 1])
+            class Health(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    self.send_response(200)
+                    self.end_headers()
+            http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+            """
+        )
+    )
+    stock.chmod(0o755)
+    monkeypatch.setenv("CB_LLAMA_SERVER", str(stock))
+    unit = load_yaml(SHARED, name="shared").applications["llm"]
+    ctx = AppContext("serve", lambda kind, **f: None, HeldGate(), lambda: False, "cpu", tmp_path / "a", 0)
+    driver = server_app.ServerDriver(unit, ctx)
+    try:
+        with pytest.raises(server_app.ServerError, match="has no step gate") as info:
+            driver.load()
+        assert "rebuild it with `make llama-server`" in str(info.value)
+        assert driver.proc is not None
+        refused = driver.proc.pid
+    finally:
+        driver.close()
+    assert gone(refused)
+    # Under a gate that never waits (greedy, partition) nothing is bridged and the same binary serves.
+    ctx = AppContext("serve", lambda kind, **f: None, OpenGate(), lambda: False, "cpu", tmp_path / "b", 0)
+    driver = server_app.ServerDriver(unit, ctx)
+    try:
+        assert driver.load()["step_gate"] is False
+    finally:
+        driver.close()
+
+
+# A served client in the LOW class beside a HIGH application that misses its SLO on the same device: under
+# credit, the server's batches wait while the HIGH one is active (max_wait_s bounds each wait).
+GATED = """\
+llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 2}
+notes: {type: Chatbot, server: llm, num_requests: 3, max_tokens: 12, priority: low}
+hog: {type: Synthetic, steps: 5, step_ms: 10, num_requests: 100000, priority: high, slo: ["e2e<=40ms"],
+      device: cpu, arrival: {kind: closed, think_time_s: 0.1}}
+workflows:
+  serve: {uses: llm, background: true}
+  n: {uses: notes}
+  h: {uses: hog, background: true}
+"""
+
+
+@served
+def test_under_credit_the_servers_batches_yield_to_more_urgent_pressured_work(tmp_path: Path) -> None:
+    scheduler = CreditScheduler(CreditParams(linger_s=0.03, max_wait_s=0.5))
+    result = run_workflow(load_yaml(GATED, name="gated"), scheduler=scheduler, out_dir=tmp_path)
+    status = {n.name: n.status for n in result.nodes}
+    assert status == {"serve": "stopped", "n": "succeeded", "h": "stopped"}
+    (server,) = [n for n in result.nodes if n.server]
+    assert server.server["step_gate"] is True
+    notes = next(a for a in result.applications if a.name == "n")
+    assert [r.status.value for r in notes.requests] == ["ok"] * 3
+    apps = result.scheduler["apps"]
+    # The server runs in its client's class; its batches passed the gate, some of them held back.
+    assert apps["serve"]["priority"] == "low"
+    longest = max(int(r.info["tokens_out"]) for r in notes.requests)
+    assert apps["serve"]["steps"] >= longest
+    assert apps["serve"]["delayed"] > 0 and apps["serve"]["wait_s"] > 0
+    assert apps["h"]["delayed"] == 0  # HIGH is never held back
+    assert gone(server.server["pid"]) and no_children_left()

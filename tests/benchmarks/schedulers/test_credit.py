@@ -194,3 +194,46 @@ def test_credit_and_partition_are_selectable_by_name_and_on_the_command_line(tmp
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["scheduler"]["name"] == "credit"
     assert result["scheduler"]["apps"]["n"]["steps"] == 4
+
+
+SERVED = """
+llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 2, priority: high}
+chat: {type: Chatbot, server: llm, num_requests: 2, priority: medium, slo: ["ttft<=100ms"]}
+notes: {type: Chatbot, server: llm, num_requests: 2, priority: low, slo: []}
+alone: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 1, priority: low}
+workflows:
+  serve: {uses: llm, background: true}
+  c: {uses: chat}
+  n: {uses: notes}
+  a: {uses: alone}
+"""
+
+
+def test_a_model_server_steps_in_its_clients_most_urgent_class_under_their_greatest_pressure() -> None:
+    workflow = load_yaml(SERVED, name="served")
+    plans = {
+        name: NodePlan(name, workflow.nodes[name].uses, "cpu", workflow.unit_of(name).priority, None, False)
+        for name in workflow.nodes
+    }
+    scheduler = CreditScheduler()
+    scheduler.start(workflow, plans)
+    try:
+        apps = scheduler.snapshot()
+        # The server unit says high; its clients are medium and low, so its batches run as medium.
+        assert apps["serve"]["priority"] == "medium"
+        assert apps["a"]["priority"] == "low"
+        # Before any request ends: its SLO-bound client's initial pressure (assumed at risk).
+        assert apps["serve"]["pressure"] == apps["c"]["pressure"] == 1.0
+        assert apps["n"]["pressure"] == 0.0
+        # A fast first turn of the client with an SLO: the server follows that client's pressure down.
+        scheduler.on_request_end("c", {"status": "ok", "end": 1.0, "metrics": {"ttft": 0.02}})
+        apps = scheduler.snapshot()
+        assert apps["c"]["pressure"] == pytest.approx(0.2)
+        assert apps["serve"]["pressure"] == pytest.approx(0.2)
+        # A client without an SLO never raises it; the other application's pressure never reaches it.
+        scheduler.on_request_end("n", {"status": "ok", "end": 1.1, "metrics": {"ttft": 5.0}})
+        assert scheduler.snapshot()["serve"]["pressure"] == pytest.approx(0.2)
+        trace = [(p["node"], p["pressure"]) for p in scheduler.describe()["pressure_trace"]]
+        assert trace == [("c", pytest.approx(0.2)), ("serve", pytest.approx(0.2))]
+    finally:
+        scheduler.stop()
