@@ -10,6 +10,7 @@ import os
 import platform as _platform
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -53,22 +54,36 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def visible_indices(count: int) -> list[int]:
-    """Return the NVML indices this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else all."""
+def visible_indices(uuids: Sequence[str]) -> list[int]:
+    """Return the NVML indices this process may use, given each GPU's UUID in NVML order.
+
+    ``CUDA_VISIBLE_DEVICES`` as CUDA reads it when set: a comma-separated list of indices or GPU UUIDs
+    (``GPU-...``, whole or a prefix matching one GPU), in the order given; the first entry that names
+    no GPU (``-1``, an unknown or repeated one, a MIG instance) ends the list, as it does for CUDA.
+    Unset: every GPU.
+    """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
-        return list(range(count))
-    wanted = [v.strip() for v in visible.split(",") if v.strip()]
-    return [int(v) for v in wanted if v.isdigit() and int(v) < count]
+        return list(range(len(uuids)))
+    out: list[int] = []
+    for entry in (v.strip() for v in visible.split(",")):
+        if entry.isdigit():
+            matches = [int(entry)] if int(entry) < len(uuids) else []
+        elif entry.startswith("GPU-"):
+            matches = [i for i, uuid in enumerate(uuids) if uuid.startswith(entry)]
+        else:
+            matches = []
+        if len(matches) != 1 or matches[0] in out:
+            break
+        out.append(matches[0])
+    return out
 
 
 def visible_gpus(nvml: Any) -> list[tuple[int, Any, str]]:
     """Return (NVML index, handle, name) of every GPU this process may use; ``nvml`` is initialised."""
-    out = []
-    for i in visible_indices(nvml.nvmlDeviceGetCount()):
-        handle = nvml.nvmlDeviceGetHandleByIndex(i)
-        out.append((i, handle, nvml_text(nvml.nvmlDeviceGetName(handle))))
-    return out
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+    uuids = [nvml_text(nvml.nvmlDeviceGetUUID(h)) for h in handles]
+    return [(i, handles[i], nvml_text(nvml.nvmlDeviceGetName(handles[i]))) for i in visible_indices(uuids)]
 
 
 def nvml_text(value: bytes | str) -> str:

@@ -26,13 +26,14 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_fiel
 from benchmarks.apps.textgen import (
     Generation,
     LlamaCppGenerator,
+    LlamaCppOptions,
     PromptTooLong,
     ServerGenerator,
     server_generator,
 )
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy
 from benchmarks.metrics import QualityMeasure, info_mean, info_share
-from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER, AppOptions
+from benchmarks.spec.model import DATA_FILE, DATA_FILE_OR_FOLDER
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import Application
@@ -50,7 +51,7 @@ SYSTEM = (
 )
 
 
-class ResearchOptions(AppOptions):
+class ResearchOptions(LlamaCppOptions):
     questions: Annotated[str | None, DATA_FILE] = Field(
         None, description="JSONL of {question, expected?}; default: shipped"
     )
@@ -250,6 +251,7 @@ class ResearchDriver(Driver):
             device=self.ctx.device,
             seed=self.ctx.seed,
             n_threads=opts.n_threads,
+            settings=opts.llama_settings(),
         )
         assert isinstance(gen, LlamaCppGenerator)
         self.gen = gen

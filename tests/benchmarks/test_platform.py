@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks.apps.runtime import setup_torch
-from benchmarks.platform import NO_GPU, PlatformFacts, accelerator, gpus, has_gpu
+from benchmarks.platform import NO_GPU, PlatformFacts, accelerator, gpus, has_gpu, visible_indices
 
 H200 = PlatformFacts(nvidia_gpus=("NVIDIA H200", "NVIDIA H200"))
 MAC = PlatformFacts(apple_silicon=True)
@@ -71,3 +71,32 @@ def test_setup_torch_refuses_metal_on_a_torch_build_without_it():
             setup_torch(torch, "gpu", 1, MAC)
     finally:
         torch.set_num_threads(before)
+
+
+UUIDS = ("GPU-1a2b3c4d-0000-0000-0000-000000000000", "GPU-1a2b9999-0000-0000-0000-000000000000", "GPU-77")
+
+
+@pytest.mark.parametrize(
+    ("visible", "indices"),
+    [
+        (None, [0, 1, 2]),
+        ("", []),
+        ("2,0", [2, 0]),
+        # CUDA stops at the first entry that names no GPU.
+        ("0,-1,1", [0]),
+        ("0,7,1", [0]),
+        ("1,1,2", [1]),
+        # GPU UUIDs, whole or a prefix that matches exactly one GPU.
+        (f"{UUIDS[1]}", [1]),
+        ("GPU-77,GPU-1a2b3", [2, 0]),
+        ("GPU-1a2b", []),  # ambiguous: two GPUs start so
+        ("MIG-5c6d,0", []),
+        (" 1 , GPU-77 ", [1, 2]),
+    ],
+)
+def test_the_visible_gpus_are_read_as_cuda_reads_its_environment(monkeypatch, visible, indices):
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert visible_indices(UUIDS) == indices
