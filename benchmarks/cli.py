@@ -446,12 +446,13 @@ class Progress:
 
     def _line(self, node: str) -> str:
         st = self.progress.state["nodes"][node]
-        done = (
-            f"{st['done']}/{st['total']}"
-            if self.records[node] == "request" or node in self.planned
-            else st["done"]
-        )
-        text = f"{node:<{self.width}}  {st['status']:<9} {done} {self.records[node]}s"
+        if st["serves"]:
+            done = f"serves {', '.join(st['serves'])}"
+        elif self.records[node] == "request" or node in self.planned:
+            done = f"{st['done']}/{st['total']} {self.records[node]}s"
+        else:
+            done = f"{st['done']} {self.records[node]}s"
+        text = f"{node:<{self.width}}  {st['status']:<9} {done}"
         last = st["last"].get("e2e")
         if last is not None:
             text += f"  last e2e {last:.3f}s"

@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from benchmarks.spec.model import Workflow
+from benchmarks.spec.model import Workflow, server_edges
 from benchmarks.status import NodeStatus, RequestStatus
 
 
 class NodeProgress(TypedDict):
     """One node's progress: its status, requests served (counted: finished normally, not warm-up) of
     the ``total`` the workflow asked for (warm-up left out; a stream's chunks once it has loaded), the
-    last request's metrics."""
+    last request's metrics; a model server's node serves no requests of its own (``total`` 0) and
+    names the client nodes it ``serves``."""
 
     status: NodeStatus
     done: int
@@ -25,6 +26,7 @@ class NodeProgress(TypedDict):
     background: bool
     last: dict[str, float]
     reason: str | None
+    serves: list[str]
 
 
 class ProgressState(TypedDict, total=False):
@@ -39,17 +41,24 @@ class ProgressState(TypedDict, total=False):
 
 def initial_progress(workflow: Workflow) -> ProgressState:
     """Return the progress of a run that has not started: every node pending, no request done."""
+    serves: dict[str, list[str]] = {}
+    for client, servers in server_edges(workflow.applications, workflow.nodes).items():
+        for server in servers:
+            serves.setdefault(server, []).append(client)
     return {
         "t": 0.0,
         "nodes": {
             name: {
                 "status": NodeStatus.PENDING,
                 "done": 0,
-                "total": workflow.unit_of(name).num_requests * workflow.unit_of(name).concurrency,
+                "total": 0
+                if name in serves
+                else workflow.unit_of(name).num_requests * workflow.unit_of(name).concurrency,
                 "type": workflow.unit_of(name).type,
                 "background": node.background,
                 "last": {},
                 "reason": None,
+                "serves": serves.get(name, []),
             }
             for name, node in workflow.nodes.items()
         },

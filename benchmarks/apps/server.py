@@ -212,9 +212,12 @@ class StepGateBridge:
 
     def close(self) -> None:
         """After the server process ended: wait for the thread (it sees the pipe close) and close the
-        pipe's ends here."""
+        pipe's ends here. A thread still held at the gate keeps them (its grant must not reach a
+        descriptor number reused meanwhile); they close with the process."""
         if self._thread is not None:
             self._thread.join(timeout=2)
+            if self._thread.is_alive():
+                return
         for fd in (self._asks, self._grants) + (() if self._handed else self.child_fds):
             with contextlib.suppress(OSError):
                 os.close(fd)

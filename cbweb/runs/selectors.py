@@ -688,8 +688,8 @@ def _frozen_workflow(run: Run) -> Any:
 def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
     """Return the run's nodes in DAG order (each after its dependencies), each with its live progress:
     ``{name, depends_on, type, slo: {metric: threshold_s}, status, done, total, background, last,
-    reason}``; ``done`` counts the requests served and ``total`` the requests asked for
-    (docs/metrics.md)."""
+    reason, serves}``; ``done`` counts the requests served and ``total`` the requests asked for
+    (docs/metrics.md); ``serves``: a model server's client nodes (it serves no requests of its own)."""
     progress = (run.progress or {}).get("nodes") or {}
     workflow = _frozen_workflow(run)
     order = workflow.topological_order() if workflow is not None else list(progress)
@@ -708,6 +708,7 @@ def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
                 "background": bool(n.get("background")),
                 "last": n.get("last") or {},
                 "reason": n.get("reason") or "",
+                "serves": [str(c) for c in n.get("serves") or []],
             }
         )
     return nodes

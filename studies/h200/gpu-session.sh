@@ -8,7 +8,8 @@
 #      bare llama-cpp-python loop, TTFT's breakdown, the llama.cpp settings grid against the bandwidth
 #      floor; ~3 min) -> $OUT/chatbot-overhead-cuda.json and chatbot-overhead.txt;
 #   2. model-servers: python -m benchmarks.perf.model_servers --device cuda (one served model with 3
-#      slots, serial, three separate models; ~2 min) -> $OUT/model-servers-h200.json and
+#      slots, the same under credit through its step gate, serial, three separate models; ~2.5 min)
+#      -> $OUT/model-servers-h200.json and
 #      model-servers.txt.
 # A call runs the ones still missing that fit the time it has left (device.sh's CALL_S, 540 s, less
 # what its setup took, passed as STUDY_ELAPSED_S), and copies every finished one's files to $OUT: the

@@ -38,6 +38,7 @@ def test_a_node_loads_then_runs_and_keeps_the_reason_it_ended_with() -> None:
         "background": False,
         "last": {},
         "reason": None,
+        "serves": [],
     }
     # The runner reports a started process as running; it is loading its model until load_end.
     assert progress.on_event({"kind": "node_status", "node": "n", "t": 0.1, "status": "running"})
@@ -58,3 +59,20 @@ def test_events_that_are_not_progress_change_nothing() -> None:
     assert json.dumps(progress.state) == before and not progress.changed
     assert progress.on_event({"kind": "telemetry", "rows": [{}, {}, {}]})
     assert progress.state["telemetry_samples"] == 3 and progress.changed
+
+
+def test_a_model_server_counts_no_requests_of_its_own_and_names_the_clients_it_serves() -> None:
+    text = """
+llm: {type: LLMServer, model: smollm2-135m, device: cpu}
+chat: {type: Chatbot, server: llm, num_requests: 3}
+workflows:
+  serve: {uses: llm, background: true}
+  a: {uses: chat}
+  b: {uses: chat}
+"""
+    progress = RunProgress(load_yaml(text))
+    nodes = progress.state["nodes"]
+    assert (nodes["serve"]["total"], nodes["serve"]["serves"]) == (0, ["a", "b"])
+    assert (nodes["a"]["total"], nodes["a"]["serves"]) == (3, [])
+    # A run stopped before the server loaded still asks for the clients' requests only.
+    assert sum(n["total"] for n in nodes.values()) == 6

@@ -17,7 +17,7 @@
       if (!row) return;
       row.querySelector(".st").innerHTML = "";
       row.querySelector(".st").appendChild(CB.el("span", { class: "status " + n.status }, n.status));
-      row.querySelector(".done").textContent = `${n.done} of ${n.total}`;
+      row.querySelector(".done").textContent = (n.serves || []).length ? `serves ${n.serves.join(", ")}` : `${n.done} of ${n.total}`;
       row.querySelector(".last").textContent = Object.entries(n.last || {}).map(([k, v]) => `${k}=${v.toFixed(3)}s`).join(" ");
       row.querySelector(".reason").textContent = n.reason || "";
     });
