@@ -156,12 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     for round_ in range(1, args.rounds + 1):
         order = CASES if round_ % 2 else CASES[::-1]
         for case in order:
-            text = workflow_text("shared" if case == "gated" else case, model, requests, max_tokens, device, settings)
+            shape = "shared" if case == "gated" else case
+            text = workflow_text(shape, model, requests, max_tokens, device, settings)
             before = gpu_memory_used_bytes() if device == "gpu" else None
             with tempfile.TemporaryDirectory() as scratch:
                 out = args.out / f"{case}-{round_}" if args.out else Path(scratch)
                 workflow = load_yaml(text, name=f"model-servers-{case}")
-                result = run_workflow(workflow, scheduler="credit" if case == "gated" else "greedy", out_dir=out)
+                scheduler = "credit" if case == "gated" else "greedy"
+                result = run_workflow(workflow, scheduler=scheduler, out_dir=out)
                 write_bundle(result, out)
             f = figures(result, before)
             f["gpu_after_mib"] = (

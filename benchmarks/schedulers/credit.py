@@ -145,7 +145,9 @@ class CreditScheduler(Scheduler):
         for client, servers in server_edges(workflow.applications, workflow.nodes).items():
             for server in servers:
                 served.setdefault(server, []).append(client)
-        self._clients = {s: tuple(c for c in clients if c in nodes) for s, clients in served.items() if s in nodes}
+        self._clients = {
+            s: tuple(c for c in clients if c in nodes) for s, clients in served.items() if s in nodes
+        }
         t = now()
         initial: dict[str, float] = {}
         for name in nodes:

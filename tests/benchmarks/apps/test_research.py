@@ -50,7 +50,8 @@ def test_the_llama_settings_reach_the_agents_model(run_driver, tmp_path):
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "What is 2 + 2?"}) + "\n")
     settings = "  flash_attn: true\n  n_batch: 128\n  n_ubatch: 64\n  type_k: q8_0\n  type_v: q8_0\n"
-    run = run_driver(RESEARCH.replace("max_steps: 3", "max_steps: 2") + f"  questions: {questions}\n" + settings)
+    spec = RESEARCH.replace("max_steps: 3", "max_steps: 2") + f"  questions: {questions}\n" + settings
+    run = run_driver(spec)
     assert run.loaded["llama"] == {
         "flash_attn": True, "n_batch": 128, "n_ubatch": 64, "type_k": "q8_0", "type_v": "q8_0"
     }  # fmt: skip

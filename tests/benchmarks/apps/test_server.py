@@ -399,7 +399,7 @@ def test_a_server_binary_without_the_step_gate_is_refused_only_where_a_gate_may_
 GATED = """\
 llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 2}
 notes: {type: Chatbot, server: llm, num_requests: 3, max_tokens: 12, priority: low}
-hog: {type: Synthetic, steps: 5, step_ms: 10, num_requests: 100000, priority: high, slo: ["e2e<=40ms"],
+hog: {type: Synthetic, steps: 5, step_ms: 10, num_requests: 10000, priority: high, slo: ["e2e<=40ms"],
       device: cpu, arrival: {kind: closed, think_time_s: 0.1}}
 workflows:
   serve: {uses: llm, background: true}
