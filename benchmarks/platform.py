@@ -10,7 +10,7 @@ import os
 import platform as _platform
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -54,8 +54,9 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def visible_indices(uuids: Sequence[str]) -> list[int]:
-    """Return the NVML indices this process may use, given each GPU's UUID in NVML order.
+def visible_indices(count: int, uuid_of: Callable[[int], str]) -> list[int]:
+    """Return the NVML indices this process may use, of ``count`` GPUs whose UUIDs ``uuid_of(index)``
+    gives (asked only for an entry that is a UUID).
 
     ``CUDA_VISIBLE_DEVICES`` as CUDA reads it when set: a comma-separated list of indices or GPU UUIDs
     (``GPU-...``, whole or a prefix matching one GPU), in the order given; the first entry that names
@@ -64,12 +65,14 @@ def visible_indices(uuids: Sequence[str]) -> list[int]:
     """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
-        return list(range(len(uuids)))
+        return list(range(count))
     out: list[int] = []
+    uuids: list[str] = []
     for entry in (v.strip() for v in visible.split(",")):
         if entry.isdigit():
-            matches = [int(entry)] if int(entry) < len(uuids) else []
+            matches = [int(entry)] if int(entry) < count else []
         elif entry.startswith("GPU-"):
+            uuids = uuids or [uuid_of(i) for i in range(count)]
             matches = [i for i, uuid in enumerate(uuids) if uuid.startswith(entry)]
         else:
             matches = []
@@ -81,9 +84,15 @@ def visible_indices(uuids: Sequence[str]) -> list[int]:
 
 def visible_gpus(nvml: Any) -> list[tuple[int, Any, str]]:
     """Return (NVML index, handle, name) of every GPU this process may use; ``nvml`` is initialised."""
-    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
-    uuids = [nvml_text(nvml.nvmlDeviceGetUUID(h)) for h in handles]
-    return [(i, handles[i], nvml_text(nvml.nvmlDeviceGetName(handles[i]))) for i in visible_indices(uuids)]
+
+    def uuid_of(index: int) -> str:
+        return nvml_text(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(index)))
+
+    out = []
+    for i in visible_indices(nvml.nvmlDeviceGetCount(), uuid_of):
+        handle = nvml.nvmlDeviceGetHandleByIndex(i)
+        out.append((i, handle, nvml_text(nvml.nvmlDeviceGetName(handle))))
+    return out
 
 
 def nvml_text(value: bytes | str) -> str:

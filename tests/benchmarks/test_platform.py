@@ -99,4 +99,4 @@ def test_the_visible_gpus_are_read_as_cuda_reads_its_environment(monkeypatch, vi
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    assert visible_indices(UUIDS) == indices
+    assert visible_indices(len(UUIDS), UUIDS.__getitem__) == indices

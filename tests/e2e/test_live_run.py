@@ -94,6 +94,13 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
     after = _points(page, "latency · steady")
     assert after > before, (before, after)
     assert _points(page, "psutil · cpu_percent") > cpu_before
+    # The machine's CPU % (of all cores) and the applications' (100 % = one core) are two panels with
+    # two axes, as on the result page.
+    machine = page.locator('canvas[data-panel="psutil · cpu_percent"]')
+    apps = page.locator('canvas[data-panel="psutil · cpu_percent of each application"]')
+    assert apps.count() == 1 and _points(page, "psutil · cpu_percent of each application") > 0
+    axis = "c => Chart.getChart(c).options.scales.y.title.text"
+    assert (machine.evaluate(axis), apps.evaluate(axis)) == ("CPU % of all cores", "CPU % (100 % = one core)")
     done = page.locator('#progress tr[data-node="steady"] td.done').inner_text()
     assert re.fullmatch(r"\d+ of 40", done), done
     page.screenshot(path=str(ARTIFACTS / "live-run.png"))

@@ -84,6 +84,13 @@ window.CB = (function () {
     return { title: "", tick: (v) => v };
   }
 
+  // The panel of a telemetry series that is not drawn per entity: one per source and column, with the
+  // applications' CPU % apart from the machine's (one core per 100 % against all cores).
+  function telemetryKey(source, entity, column) {
+    const perApplication = entity.startsWith("app:");
+    return `${source} · ${column}${perApplication && column === "cpu_percent" ? " of each application" : ""}`;
+  }
+
   // Telemetry panels: one per source, column and kind of entity (the machine's rows, or the
   // applications' processes); one line per entity (or per compared run). A panel whose every value
   // is one constant carries no information: it is listed under ``constants`` instead of drawn
@@ -97,9 +104,7 @@ window.CB = (function () {
       const entity = dot > 0 ? s.metric.slice(0, dot) : s.source;
       const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
       const perApplication = entity.startsWith("app:");
-      const key = opts.byEntity
-        ? `${s.source} · ${s.metric}`
-        : `${s.source} · ${column}${perApplication && column === "cpu_percent" ? " of each application" : ""}`;
+      const key = opts.byEntity ? `${s.source} · ${s.metric}` : telemetryKey(s.source, entity, column);
       const p = (panels[key] = panels[key] || { column: column, perApplication: perApplication, lines: [] });
       p.lines.push({ label: s.label || entity, t: s.t, v: s.v, color: s.color });
     });
@@ -127,5 +132,8 @@ window.CB = (function () {
     return drawn;
   }
 
-  return { bytes: bytes, color: color, el: el, panel: panel, points: points, telemetryPanels: telemetryPanels, timeChart: timeChart };
+  return {
+    axisOf: axisOf, byteStep: byteStep, bytes: bytes, color: color, el: el, panel: panel, points: points,
+    telemetryKey: telemetryKey, telemetryPanels: telemetryPanels, timeChart: timeChart,
+  };
 })();

@@ -14,18 +14,6 @@
   // Each node's SLO thresholds, drawn as a dashed line on its latency panel.
   const slos = {};
   (nodesData ? JSON.parse(nodesData.textContent) : []).forEach((n) => { slos[n.name] = n.slo || {}; });
-  const GIB = 1024 ** 3;
-
-  // The y axis of a telemetry column: bytes in GiB, CPU per core, the rest as recorded.
-  function unit(column) {
-    if (column.endsWith("_bytes")) return { scale: 1 / GIB, label: "GiB" };
-    if (column === "cpu_percent") return { scale: 1, label: "% (100 = one core)" };
-    if (column.endsWith("_pct")) return { scale: 1, label: "%" };
-    if (column.endsWith("_w")) return { scale: 1, label: "W" };
-    if (column.endsWith("_j")) return { scale: 1, label: "J" };
-    return { scale: 1, label: column };
-  }
-
   // Series of one panel: {key: {title, yLabel, lines: {label: {t, v}}}}.
   function group(series) {
     const panels = {};
@@ -35,11 +23,12 @@
       const column = dot > 0 ? s.metric.slice(dot + 1) : s.metric;
       if (CORE.test(entity)) return;
       const latency = s.source === "requests";
-      // Latency: one panel per node, one line per metric; telemetry: one panel per source and column.
-      const key = latency ? `latency · ${entity}` : `${s.source} · ${column}`;
+      // Latency: one panel per node, one line per metric; telemetry: the result page's panels (one per
+      // source and column, the applications' CPU % apart from the machine's) with its axes.
+      const key = latency ? `latency · ${entity}` : CB.telemetryKey(s.source, entity, column);
       const panel = (panels[key] = panels[key] || {
-        latency: latency, node: entity, title: latency ? `${entity} · latency` : key, lines: {},
-        unit: latency ? { scale: 1, label: "latency (s)" } : unit(column),
+        latency: latency, node: entity, title: latency ? `${entity} · latency` : key, lines: {}, column: column,
+        axis: latency ? { title: "latency (s)", tick: (v) => v } : CB.axisOf(column, entity.startsWith("app:")),
       });
       panel.lines[latency ? column : entity] = s;
     });
@@ -57,9 +46,8 @@
       const empty = document.getElementById(p.latency ? "no-live-latency" : "no-live-telemetry");
       if (empty) empty.remove();
       const labels = Object.keys(p.lines).sort();
-      const scale = p.unit.scale;
       const datasets = labels.map((label, j) => ({
-        label: label, data: CB.points(p.lines[label].t, p.lines[label].v.map((v) => v * scale)), borderColor: CB.color(j), backgroundColor: CB.color(j),
+        label: label, data: CB.points(p.lines[label].t, p.lines[label].v), borderColor: CB.color(j), backgroundColor: CB.color(j),
         borderWidth: 1, showLine: !p.latency,
       }));
       const nodeSlos = p.latency ? slos[p.node] || {} : {};
@@ -73,14 +61,20 @@
         const id = `live-${Object.keys(charts).length}`;
         const canvas = CB.panel(container, p.title, id);
         canvas.dataset.panel = key;
-        chart = charts[key] = CB.timeChart(canvas, datasets, { xMin: 0, xMax: tMax, yLabel: p.unit.label, pointRadius: p.latency ? 2 : 0 });
+        chart = charts[key] = CB.timeChart(canvas, datasets, { xMin: 0, xMax: tMax, yLabel: p.axis.title, pointRadius: p.latency ? 2 : 0 });
+        chart.options.scales.y.ticks = { callback: p.axis.tick };
         // From zero: a flat series (no swap in use) reads as 0, not as a band around it.
         chart.options.scales.y.beginAtZero = true;
+        if (p.axis.max !== undefined) chart.options.scales.y.suggestedMax = p.axis.max;
       } else {
         chart.data.datasets = datasets;
         chart.options.scales.x.max = tMax;
-        chart.update("none");
       }
+      if (p.column.endsWith("_bytes")) {
+        const values = datasets.flatMap((d) => d.data.map((pt) => pt.y));
+        if (values.length) chart.options.scales.y.ticks.stepSize = CB.byteStep(Math.min(0, ...values), Math.max(...values));
+      }
+      chart.update("none");
       chart.canvas.dataset.points = String(datasets.filter((d) => !d.slo).reduce((n, d) => n + d.data.length, 0));
     });
   }

@@ -104,6 +104,7 @@ def test_create_queues_one_run_per_repeat_in_one_batch(alice: Any, make_workflow
         "background": False,
         "last": {},
         "reason": None,
+        "serves": [],
     }
 
 
