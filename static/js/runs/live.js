@@ -71,8 +71,12 @@
         chart.options.scales.x.max = tMax;
       }
       if (p.column.endsWith("_bytes")) {
+        // Round steps in the unit the labels use; a series flat at zero (no swap used) gets a 5 MiB axis.
         const values = datasets.flatMap((d) => d.data.map((pt) => pt.y));
-        if (values.length) chart.options.scales.y.ticks.stepSize = CB.byteStep(Math.min(0, ...values), Math.max(...values));
+        const lo = Math.min(0, ...values);
+        const hi = Math.max(lo + 5 * 1024 ** 2, ...values);
+        chart.options.scales.y.suggestedMax = hi;
+        chart.options.scales.y.ticks.stepSize = CB.byteStep(lo, hi);
       }
       chart.update("none");
       chart.canvas.dataset.points = String(datasets.filter((d) => !d.slo).reduce((n, d) => n + d.data.length, 0));
