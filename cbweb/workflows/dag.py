@@ -23,23 +23,39 @@ class DagNode:
     label: str
     depend_on: tuple[str, ...] = ()
     background: bool = False
+    # The nodes that run the model server this node's unit names (``server:``): the node starts once
+    # they are up, as after a dependency (drawn dashed: "served by").
+    served_by: tuple[str, ...] = ()
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """Every node this one starts after: its dependencies, then its model servers."""
+        return self.depend_on + tuple(s for s in self.served_by if s not in self.depend_on)
 
 
 def nodes_of_spec(spec: Mapping[str, Any]) -> list[DagNode]:
     """Return the DAG nodes of a native spec mapping (valid or not)."""
     nodes = spec.get("workflows") or {}
+    bodies = {
+        str(name): body if isinstance(body, Mapping) else {}
+        for name, body in (nodes.items() if isinstance(nodes, Mapping) else [])
+    }
+    runs: dict[str, list[str]] = {}
+    for name, body in bodies.items():
+        runs.setdefault(str(body.get("uses", name)), []).append(name)
     out = []
-    for name, body in nodes.items() if isinstance(nodes, Mapping) else []:
-        body = body if isinstance(body, Mapping) else {}
+    for name, body in bodies.items():
         unit = spec.get(body.get("uses", name))
-        label = unit.get("type", "?") if isinstance(unit, Mapping) else "?"
+        unit = unit if isinstance(unit, Mapping) else {}
+        server = unit.get("server")
         deps = body.get("depend_on") or []
         out.append(
             DagNode(
-                str(name),
-                str(label),
+                name,
+                str(unit.get("type", "?")),
                 tuple(str(d) for d in deps if isinstance(d, str)),
                 bool(body.get("background")),
+                tuple(n for n in runs.get(server, ()) if n != name) if isinstance(server, str) else (),
             )
         )
     return out
@@ -49,7 +65,7 @@ def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
     """Return each node's column: the length of its longest dependency chain (iterative, so a long
     chain cannot exhaust the stack). Nodes on or after a cycle go right of what they depend on."""
     known = {n.name: n for n in nodes}
-    deps = {n.name: [d for d in dict.fromkeys(n.depend_on) if d in known and d != n.name] for n in nodes}
+    deps = {n.name: [d for d in dict.fromkeys(n.after) if d in known and d != n.name] for n in nodes}
     dependents: dict[str, list[str]] = {name: [] for name in known}
     waiting = {name: len(ds) for name, ds in deps.items()}
     for name, ds in deps.items():
@@ -73,7 +89,7 @@ def _depths(nodes: Sequence[DagNode]) -> dict[str, int]:
 def _cycle_nodes(nodes: Sequence[DagNode]) -> set[str]:
     """Return the names of the nodes that lie on a dependency cycle (each reaches itself)."""
     known = {n.name for n in nodes}
-    deps = {n.name: [d for d in n.depend_on if d in known] for n in nodes}
+    deps = {n.name: [d for d in n.after if d in known] for n in nodes}
     out = set()
     for start in deps:
         seen: set[str] = set()
@@ -106,7 +122,7 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
             pos[name] = (PAD + col * (BOX_W + GAP_X), PAD + row * (BOX_H + GAP_Y))
     # An edge that does not go rightwards closes a cycle: it is drawn as a loop under the boxes (one
     # lane each), so that both directions of a cycle show and no edge runs through a box.
-    back = [(dep, n.name) for n in nodes for dep in n.depend_on if dep in pos and depth[dep] >= depth[n.name]]
+    back = [(dep, n.name) for n in nodes for dep in n.after if dep in pos and depth[dep] >= depth[n.name]]
     width = PAD * 2 + (max(columns) + 1) * (BOX_W + GAP_X) - GAP_X
     boxes_bottom = PAD + max(len(v) for v in columns.values()) * (BOX_H + GAP_Y) - GAP_Y
     height = boxes_bottom + PAD + len(back) * LOOP_LANE
@@ -119,10 +135,12 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
     lane = 0
     for n in nodes:
         x2, y2 = pos[n.name]
-        for dep in n.depend_on:
+        for dep in n.after:
             if dep not in pos:
                 continue
             x1, y1 = pos[dep]
+            served = dep in n.served_by and dep not in n.depend_on
+            relation = "is served by" if served else "depends on"
             if (dep, n.name) in back:
                 lane += 1
                 low = boxes_bottom + lane * LOOP_LANE
@@ -130,13 +148,14 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
                 parts.append(
                     f'<path class="edge back" d="M {sx} {y1 + BOX_H} C {sx} {low}, {ex} {low}, '
                     f'{ex} {y2 + BOX_H}" fill="none" marker-end="url(#arrow)">'
-                    f"<title>{escape(n.name)} depends on {escape(dep)} (closes a cycle)</title></path>"
+                    f"<title>{escape(n.name)} {relation} {escape(dep)} (closes a cycle)</title></path>"
                 )
                 continue
             sx, sy, ex, ey = x1 + BOX_W, y1 + BOX_H / 2, x2, y2 + BOX_H / 2
             parts.append(
-                f'<path class="edge" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, {ex - GAP_X / 2} {ey}, '
-                f'{ex} {ey}" fill="none" marker-end="url(#arrow)"/>'
+                f'<path class="edge{" serves" if served else ""}" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, '
+                f'{ex - GAP_X / 2} {ey}, {ex} {ey}" fill="none" marker-end="url(#arrow)">'
+                f"<title>{escape(n.name)} {relation} {escape(dep)}</title></path>"
             )
     in_cycle = _cycle_nodes(nodes)
     for n in nodes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cbweb.workflows.dag import DagNode, _depths, dag_svg
+from cbweb.workflows.dag import DagNode, _depths, dag_svg, nodes_of_spec
 
 
 def test_a_chain_of_5000_nodes_is_laid_out_one_column_per_node() -> None:
@@ -46,3 +46,26 @@ def test_a_cycle_is_drawn_with_a_loop_for_its_closing_edge_and_its_nodes_marked(
     assert svg.count('class="edge"') == 3 and svg.count('class="edge back"') == 1
     marked = {m for m in ("a", "b", "c", "d") if f'class="node invalid" data-node="{m}"' in svg}
     assert marked == {"a", "b", "c"}
+
+
+def test_a_model_servers_clients_are_drawn_after_it_with_a_served_by_edge() -> None:
+    spec = {
+        "llm": {"type": "LLMServer", "model": "smollm2-135m"},
+        "chat": {"type": "Chatbot", "server": "llm", "num_requests": 2},
+        "notes": {"type": "Chatbot", "server": "llm"},
+        "art": {"type": "ImageGen"},
+        "workflows": {
+            "serve": {"uses": "llm", "background": True},
+            "a": {"uses": "chat"},
+            "b": {"uses": "notes", "depend_on": ["a", "serve"]},
+            "c": {"uses": "art", "depend_on": ["a"]},
+        },
+    }
+    nodes = {n.name: n for n in nodes_of_spec(spec)}
+    assert nodes["a"].served_by == ("serve",) and nodes["a"].depend_on == ()
+    assert nodes["b"].after == ("a", "serve")  # a server also named in depend_on is one edge
+    assert nodes["serve"].served_by == () and nodes["c"].served_by == ()
+    assert _depths(list(nodes.values())) == {"serve": 0, "a": 1, "b": 2, "c": 2}
+    svg = dag_svg(list(nodes.values()))
+    assert svg.count('class="edge serves"') == 1 and "<title>a is served by serve</title>" in svg
+    assert "<title>b depends on serve</title>" in svg and svg.count('class="edge"') == 3
