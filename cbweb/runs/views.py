@@ -20,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from cbweb.permissions import can_edit, check_can_edit, readable
+from cbweb.permissions import can_edit, readable
 from cbweb.runs import dispatch, selectors, services
 from cbweb.runs.forms import RunLaunchForm
 from cbweb.runs.models import Run
@@ -172,12 +172,11 @@ def run_file(request: HttpRequest, pk: int, path: str) -> FileResponse:
     )
 
 
-@login_required
+@readable
 def run_bundle(request: HttpRequest, pk: int) -> StreamingHttpResponse:
-    """The run's whole result bundle as one ZIP, streamed; only for its owner (and staff): the bundle
-    holds every request's record (prompts, outputs), which the owner has not necessarily shared."""
+    """The run's whole result bundle as one ZIP, streamed: readable as each of its files and the
+    run's result.json are (docs/security.md), since it holds nothing they do not."""
     run = selectors.run_get(pk=pk)
-    check_can_edit(request.user, run, f"run {run.pk}")
     if not selectors.run_bundle_files(run=run):
         raise Http404("this run has no result bundle")
     response = StreamingHttpResponse(selectors.run_bundle_zip(run=run), content_type="application/zip")

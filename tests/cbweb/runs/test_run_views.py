@@ -286,14 +286,23 @@ def test_the_owner_downloads_the_whole_bundle_as_one_zip(alice: Any, finished_ru
     assert archive.read(f"run-{finished_run.pk}/chat.csv") == (root / "chat.csv").read_bytes()
 
 
-def test_a_colleague_or_a_stranger_cannot_download_someone_elses_bundle(bob: Any, finished_run: Run) -> None:
+def test_the_bundle_is_readable_as_the_runs_result_and_files_are(
+    bob: Any, finished_run: Run, settings: Any
+) -> None:
+    # One rule for every form of a result: whoever may read the run's result.json and files may
+    # download them in one archive.
     colleague = Client()
     colleague.force_login(bob)
-    assert colleague.get(f"/runs/{finished_run.pk}/bundle.zip").status_code == 403
-    assert 'id="download-bundle"' not in colleague.get(f"/runs/{finished_run.pk}/").content.decode()
-    anonymous = Client().get(f"/runs/{finished_run.pk}/bundle.zip")
-    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+    for reader in (colleague, Client()):
+        assert 'id="download-bundle"' in reader.get(f"/runs/{finished_run.pk}/").content.decode()
+        for path in ("bundle.zip", "result.json", "files/chat.csv"):
+            assert reader.get(f"/runs/{finished_run.pk}/{path}").status_code == 200, path
     assert colleague.get("/runs/999999/bundle.zip").status_code == 404
+    settings.CB_READ_REQUIRES_LOGIN = True
+    for path in ("bundle.zip", "result.json", "files/chat.csv"):
+        anonymous = Client().get(f"/runs/{finished_run.pk}/{path}")
+        assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"], path
+    assert colleague.get(f"/runs/{finished_run.pk}/bundle.zip").status_code == 200
 
 
 def test_the_bundle_leaves_out_a_link_that_points_out_of_it(
