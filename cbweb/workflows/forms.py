@@ -35,6 +35,8 @@ PREFIX = "cards"
 # Application fields a card shows its own way: the unit's name is the card's "uses", its type a choice
 # from the registry, its SLOs one line of text, its arrival and options fields of their own models.
 CARD_SPECIAL = ("name", "type", "slo", "arrival", "options")
+# Common fields that only a model server's client types read (``AppType.server_client``).
+SERVER_CLIENT_FIELDS = ("server", "client_model")
 # Fields whose blank value means the application type's default (AppType.default_model, ...).
 TYPE_DEFAULTS = tuple(
     f.name.removeprefix("default_") for f in dataclasses.fields(AppType) if f.name.startswith("default_")
@@ -381,8 +383,16 @@ class ApplicationCardForm(forms.Form):
         ]
 
     def common_fields(self) -> list[forms.BoundField]:
-        """Return the bound fields of the unit's common keys and arrival (every type has them)."""
-        return [self[name] for name in self.unit_field_names]
+        """Return the bound fields of the unit's common keys and arrival (every type has them); a
+        field that only some types read carries them as ``app_types`` (the page hides it for the
+        others)."""
+        out = []
+        for name in self.unit_field_names:
+            bound = self[name]
+            if name in SERVER_CLIENT_FIELDS:
+                bound.app_types = " ".join(a.name for a in APP_TYPES.values() if a.server_client)  # type: ignore[attr-defined]
+            out.append(bound)
+        return out
 
 
 def _strings(info: FieldInfo) -> dict[str, Any]:

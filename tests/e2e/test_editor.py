@@ -82,6 +82,18 @@ def test_a_fresh_editor_shows_no_errors_before_anything_is_typed(page: Any, live
     )
 
 
+def test_the_model_server_fields_show_only_on_the_cards_of_types_that_can_be_its_clients(
+    page: Any, live_app: LiveApp
+) -> None:
+    log_in(page, live_app)
+    page.goto(f"{live_app.url}/workflows/new/")
+    server = page.locator('.field[data-field="cards-0-server"]')
+    client_model = page.locator('.field[data-field="cards-0-client_model"]')
+    for kind, shown in (("ImageGen", False), ("Chatbot", True), ("LLMServer", False), ("DeepResearch", True)):
+        page.select_option("#id_cards-0-type", kind)
+        assert (server.is_visible(), client_model.is_visible()) == (shown, shown), kind
+
+
 def test_renaming_a_node_keeps_the_edges_that_depend_on_it(page: Any, live_app: LiveApp) -> None:
     log_in(page, live_app)
     _new_editor(page, live_app, "rename-keeps-edges")

@@ -11,6 +11,8 @@
   function showOptions(card) {
     const type = card.querySelector('select[name$="-type"]').value;
     card.querySelectorAll("fieldset.options").forEach((fs) => { fs.hidden = fs.dataset.appType !== type; });
+    // Common fields that only some types read (a model server's name, for its clients' types).
+    card.querySelectorAll(".field[data-app-types]").forEach((f) => { f.hidden = !f.dataset.appTypes.split(" ").includes(type); });
   }
 
   function nodeNames() {
