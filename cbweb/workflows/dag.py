@@ -152,10 +152,19 @@ def dag_svg(nodes: Sequence[DagNode]) -> str:
                 )
                 continue
             sx, sy, ex, ey = x1 + BOX_W, y1 + BOX_H / 2, x2, y2 + BOX_H / 2
+            if depth[n.name] - depth[dep] > 1:
+                # Over columns in between: along the gap under the source's row, so that the edge runs
+                # through no box (straight, it would pass behind a box and read as that box's edge).
+                lane_y = y1 + BOX_H + GAP_Y / 2
+                route = (
+                    f"M {sx} {sy} C {sx + GAP_X / 2} {sy}, {sx + GAP_X / 2} {lane_y}, {sx + GAP_X} {lane_y} "
+                    f"L {ex - GAP_X} {lane_y} C {ex - GAP_X / 2} {lane_y}, {ex - GAP_X / 2} {ey}, {ex} {ey}"
+                )
+            else:
+                route = f"M {sx} {sy} C {sx + GAP_X / 2} {sy}, {ex - GAP_X / 2} {ey}, {ex} {ey}"
             parts.append(
-                f'<path class="edge{" serves" if served else ""}" d="M {sx} {sy} C {sx + GAP_X / 2} {sy}, '
-                f'{ex - GAP_X / 2} {ey}, {ex} {ey}" fill="none" marker-end="url(#arrow)">'
-                f"<title>{escape(n.name)} {relation} {escape(dep)}</title></path>"
+                f'<path class="edge{" serves" if served else ""}" d="{route}" fill="none" '
+                f'marker-end="url(#arrow)"><title>{escape(n.name)} {relation} {escape(dep)}</title></path>'
             )
     in_cycle = _cycle_nodes(nodes)
     for n in nodes:

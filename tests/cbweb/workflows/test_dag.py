@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cbweb.workflows.dag import DagNode, _depths, dag_svg, nodes_of_spec
 
 
@@ -69,3 +71,13 @@ def test_a_model_servers_clients_are_drawn_after_it_with_a_served_by_edge() -> N
     svg = dag_svg(list(nodes.values()))
     assert svg.count('class="edge serves"') == 1 and "<title>a is served by serve</title>" in svg
     assert "<title>b depends on serve</title>" in svg and svg.count('class="edge"') == 3
+
+
+def test_an_edge_over_a_column_runs_in_the_gap_under_its_rows_not_through_the_box_between() -> None:
+    svg = dag_svg([DagNode("a", "Sleep"), DagNode("b", "Sleep", ("a",)), DagNode("c", "Sleep", ("a", "b"))])
+    edge = r'<path class="edge" d="([^"]+)"[^>]*><title>([^<]+)<'
+    routes = {title: d for d, title in re.findall(edge, svg)}
+    # a -> c passes column 1 (b's box, on the same row) along the gap under the row; b -> c is one curve.
+    lane = 10 + 44 + 18 / 2
+    assert "L " in routes["c depends on a"] and f" {lane:.1f} " in routes["c depends on a"]
+    assert "L " not in routes["c depends on b"]
