@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from benchmarks.apps import app_type
@@ -136,7 +137,9 @@ def workflow_submit(
         raise spec_model.WorkflowValidationError(
             [spec_model.SpecError(("name",), None, f"the workflow's name is longer than {limit} characters")]
         )
-    # Locked, so two CI jobs submitting the same file at once add one version, not two.
+    # Submits of one owner take turns (the owner's row is the lock: a first submit has no workflow row
+    # to lock yet), so two CI jobs submitting the same file at once make one workflow with one version.
+    get_user_model().objects.select_for_update().only("pk").get(pk=owner.pk)
     workflow = (
         Workflow.objects.select_for_update()
         .filter(owner=owner, name=parsed.name, archived=False)

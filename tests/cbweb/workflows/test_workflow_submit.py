@@ -64,3 +64,31 @@ def test_the_submit_api_answers_201_then_200_with_what_it_did(api: Any) -> None:
         "/api/v1/workflows/submit/", {"yaml": "a:\n  type: Sleep\n  sleep_tme: 1\n"}, format="json"
     )
     assert bad.status_code == 400 and bad.json()["errors"][0]["line"] == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_first_submits_of_one_name_at_the_same_moment_make_one_workflow(alice: Any) -> None:
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("threads cannot share SQLite's in-memory test database; make test runs it on PostgreSQL")
+    barrier = threading.Barrier(4)
+    created: list[bool] = []
+
+    def submit() -> None:
+        try:
+            barrier.wait()
+            created.append(workflow_submit(owner=alice, yaml_text=NAMED, default_name="x")[2])
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(created) == [False, False, False, True]
+    assert Workflow.objects.filter(owner=alice, name="nightly-sleep").count() == 1
+    assert Workflow.objects.get(owner=alice).versions.count() == 1
