@@ -4,6 +4,7 @@ its libraries can use (CTranslate2's CUDA, llama.cpp's offload), and where ``dev
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -200,7 +201,15 @@ def ctranslate2_cuda_devices() -> int:
 
 
 def llama_gpu_offload() -> bool:
-    """Return whether the installed llama-cpp-python was built with a GPU backend (CUDA, Metal...)."""
+    """Return whether the installed llama-cpp-python was built with a GPU backend (CUDA, Metal...).
+
+    torch is imported first when it is installed: in one process, a CUDA build of llama.cpp loaded
+    before torch made torch's import abort (``free(): invalid pointer``; `consumerbench doctor` on
+    an H100 with torch 2.11+cu130 and llama.cpp built with CUDA 13, 2026-12-05), and the other order
+    works.
+    """
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401
     try:
         import llama_cpp
     except ImportError:

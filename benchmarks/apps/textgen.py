@@ -183,7 +183,7 @@ class LlamaCppGenerator:
         settings: dict[str, Any] | None = None,
     ) -> None:
         import llama_cpp
-        from llama_cpp import Llama, llama_chat_format
+        from llama_cpp import Llama
 
         path = local_file(model)
         if path is None:
@@ -212,16 +212,8 @@ class LlamaCppGenerator:
             **llama_kwargs(self.settings),
         )
         self.n_ctx = n_ctx
-        template = self.llm.metadata.get("tokenizer.chat_template")
-        self.formatter = None
-        if template:
-            vocab = self.llm._model
-            self.formatter = llama_chat_format.Jinja2ChatFormatter(
-                template=template,
-                eos_token=vocab.token_get_text(self.llm.token_eos()),
-                bos_token=vocab.token_get_text(self.llm.token_bos()),
-                stop_token_ids=[self.llm.token_eos()],
-            )
+        self.chat_template = bool(self.llm.metadata.get("tokenizer.chat_template"))
+        self.format_chat = llama_chat_prompt(self.llm)
 
     def describe(self) -> dict[str, Any]:
         """Return what the result records about the loaded backend."""
@@ -231,7 +223,7 @@ class LlamaCppGenerator:
             "file": Path(self.path).name,
             "n_ctx": self.n_ctx,
             "threads": self.threads,
-            "chat_template": self.formatter is not None,
+            "chat_template": self.chat_template,
             # The llama.cpp settings in effect (the unit's, else llama-cpp-python's defaults).
             "llama": {
                 "flash_attn": self.settings.get("flash_attn", False),
@@ -245,11 +237,7 @@ class LlamaCppGenerator:
     def prompt_tokens(self, messages: Messages, marks: dict[str, float] | None = None) -> list[int]:
         """Return the chat prompt's token ids, formatted with the model's own template; with ``marks``,
         note when the template and the tokenisation ended."""
-        if self.formatter is not None:
-            result = self.formatter(messages=list(messages))  # type: ignore[arg-type]
-            text, add_bos = result.prompt, not result.added_special
-        else:
-            text, add_bos = plain_transcript(messages), True
+        text, add_bos = self.format_chat(messages)
         if marks is not None:
             marks["templated"] = now()
         tokens: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
@@ -579,6 +567,29 @@ def load_generator(
             model, n_ctx=n_ctx, device=device, seed=seed, n_threads=n_threads, settings=settings
         )
     return TransformersGenerator(model, device=device, seed=seed, n_threads=n_threads)
+
+
+def llama_chat_prompt(llm: Any) -> Callable[[Messages], tuple[str, bool]]:
+    """Return how a chat becomes a prompt for a loaded llama-cpp-python ``Llama``: ``(text, whether a
+    BOS token must be added)``, by the model's own chat template, else as a plain transcript (a GGUF
+    without a template: the random twins)."""
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return lambda messages: (plain_transcript(messages), True)
+    from llama_cpp import llama_chat_format
+
+    formatter = llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(llm.token_eos()),
+        bos_token=llm._model.token_get_text(llm.token_bos()),
+        stop_token_ids=[llm.token_eos()],
+    )
+
+    def format_chat(messages: Messages) -> tuple[str, bool]:
+        result = formatter(messages=list(messages))  # type: ignore[arg-type]
+        return result.prompt, not result.added_special
+
+    return format_chat
 
 
 def plain_transcript(messages: Messages) -> str:

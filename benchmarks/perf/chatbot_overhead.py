@@ -44,7 +44,7 @@ from typing import Any
 from benchmarks.apps.chatbot import load_prompts
 from benchmarks.apps.datasets import Input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
-from benchmarks.apps.textgen import PHASES, LlamaCppOptions, llama_kwargs, local_file
+from benchmarks.apps.textgen import PHASES, LlamaCppOptions, llama_chat_prompt, llama_kwargs, local_file
 from benchmarks.data import DATA_DIR
 from benchmarks.models import resolve
 from benchmarks.platform import gpus, nvml_memory_bandwidth_gbs
@@ -124,9 +124,9 @@ def bare_requests(
     for turn in turns:
         start = time.monotonic()
         marks: dict[str, float] = {"started": 0.0}
-        prompt = formatter(messages=turn)
+        text, add_bos = formatter(turn)
         marks["templated"] = time.monotonic() - start
-        tokens = llm.tokenize(prompt.prompt.encode(), add_bos=not prompt.added_special, special=True)
+        tokens = llm.tokenize(text.encode(), add_bos=add_bos, special=True)
         marks["tokenised"] = time.monotonic() - start
         llm.reset()
         stream = llm.generate(tokens, temp=temperature, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0)
@@ -260,16 +260,6 @@ def load_llama(path: Path, device: str, threads: int, settings: dict[str, Any]) 
     )
 
 
-def chat_formatter(llm: Any) -> Any:
-    from llama_cpp import llama_chat_format
-
-    return llama_chat_format.Jinja2ChatFormatter(
-        template=llm.metadata["tokenizer.chat_template"],
-        eos_token=llm._model.token_get_text(llm.token_eos()),
-        bos_token=llm._model.token_get_text(llm.token_bos()),
-    )
-
-
 def grid(
     path: Path,
     device: str,
@@ -290,10 +280,10 @@ def grid(
             rows.append({"settings": settings, "error": f"{type(exc).__name__}: {exc}"})
             continue
         try:
-            formatter = chat_formatter(llm)
+            formatter = llama_chat_prompt(llm)
             measured = bare_requests(llm, formatter, turns, max_tokens, temperature)[1:]
-            prompt = formatter(messages=turns[1])
-            tokens = llm.tokenize(prompt.prompt.encode(), add_bos=not prompt.added_special, special=True)
+            text, add_bos = formatter(turns[1])
+            tokens = llm.tokenize(text.encode(), add_bos=add_bos, special=True)
             decode = decode_only_tpot(llm, tokens)
         except Exception as exc:
             rows.append({"settings": settings, "error": f"{type(exc).__name__}: {exc}"})
@@ -345,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     path = local_file(resolve(model, ("gguf",), "Chatbot"))
     assert path is not None
     llm = load_llama(path, args.device, args.threads, settings)
-    formatter = chat_formatter(llm)
+    formatter = llama_chat_prompt(llm)
     bare: list[dict[str, Any]] = []
     harness: list[dict[str, Any]] = []
     quiet: list[dict[str, Any]] = []

@@ -57,3 +57,24 @@ def test_kv_types_are_ggml_type_ids_and_reach_each_backend_in_its_own_words():
         "--cache-type-k", "q8_0", "--cache-type-v", "f16",
     ]  # fmt: skip
     assert llama_server_args({"flash_attn": False}) == ["--flash-attn", "off"]
+
+
+@pytest.mark.models
+def test_a_chat_becomes_a_prompt_by_the_models_template_else_as_a_plain_transcript():
+    from llama_cpp import Llama
+
+    from benchmarks.apps.textgen import llama_chat_prompt, local_file
+    from benchmarks.models import resolve
+
+    chat = [{"role": "user", "content": "Name a colour."}]
+    for name, templated in (("smollm2-135m", True), ("llama-tiny@random", False)):
+        path = local_file(resolve(name, ("gguf",), "Chatbot"))
+        llm = Llama(model_path=str(path), n_ctx=256, verbose=False)
+        text, add_bos = llama_chat_prompt(llm)(chat)
+        if templated:
+            # SmolLM2's own template: its role markers, and the BOS it writes itself (none added).
+            assert "<|im_start|>user\nName a colour.<|im_end|>" in text and text.endswith("assistant\n")
+        else:
+            # A random twin carries no template (what broke the bare loop of chatbot_overhead on the GPU).
+            assert (text, add_bos) == (plain_transcript(chat), True)
+        llm.close()
