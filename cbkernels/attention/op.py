@@ -103,8 +103,8 @@ def capability(device: Any) -> tuple[int, int] | None:
 def default_config(head_dim: int, dtype: torch.dtype, device: torch.device) -> AttentionConfig:
     """Return the default config for this head dim and dtype on ``device``'s GPU architecture.
 
-    The table (``config.DEFAULTS``) holds guesses until a profile on that GPU replaces them
-    (docs/kernels.md); on the CPU it returns the interpreter's small tiles.
+    The table (``config.DEFAULTS``) holds a profile's winner where one ran (sm90, head dims up to 64)
+    and guesses elsewhere (docs/kernels.md); on the CPU it returns the interpreter's small tiles.
     """
     import torch
 
