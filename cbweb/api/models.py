@@ -1,7 +1,8 @@
 """API tokens, stored as SHA-256 digests: the key itself is shown once, when it is created.
 
-A key is 43 random URL-safe characters (256 bits), so a plain SHA-256 is enough: there is nothing
-for a slow password hash to protect against that 256 bits of randomness does not already.
+A key is 43 random URL-safe characters (256 bits less the 0.02 of a bit lost to never starting with
+"-"), so a plain SHA-256 is enough: there is nothing for a slow password hash to protect against that
+that much randomness does not already.
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ def token_digest(key: str) -> str:
 
 
 def token_new_key() -> str:
-    """Return a fresh random token key."""
-    return secrets.token_urlsafe(32)
+    """Return a fresh random token key, never starting with "-": one in 64 did, and then
+    ``consumerbench submit --token KEY`` read the key as an option (argparse: "expected one argument")."""
+    while (key := secrets.token_urlsafe(32)).startswith("-"):
+        continue
+    return key
 
 
 class ApiToken(models.Model):

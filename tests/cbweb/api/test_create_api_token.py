@@ -52,3 +52,12 @@ def test_the_key_is_stored_only_as_its_sha256(db: Any) -> None:
         for v in ApiToken.objects.values_list(*[f.attname for f in ApiToken._meta.concrete_fields]).get()
     ]
     assert not any(key in value for value in stored)
+
+
+def test_a_key_never_starts_with_a_dash_so_that_it_passes_as_a_command_line_value() -> None:
+    from cbweb.api.models import token_new_key
+
+    # One in 64 urlsafe keys started with "-", which `consumerbench submit --token KEY` read as an option.
+    keys = [token_new_key() for _ in range(3000)]
+    assert not [k for k in keys if k.startswith("-")]
+    assert len(set(keys)) == 3000 and {len(k) for k in keys} == {43}
