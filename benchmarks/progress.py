@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from benchmarks.spec.model import Workflow, server_edges
+from benchmarks.spec.model import Workflow, server_clients
 from benchmarks.status import NodeStatus, RequestStatus
 
 
@@ -41,10 +41,7 @@ class ProgressState(TypedDict, total=False):
 
 def initial_progress(workflow: Workflow) -> ProgressState:
     """Return the progress of a run that has not started: every node pending, no request done."""
-    serves: dict[str, list[str]] = {}
-    for client, servers in server_edges(workflow.applications, workflow.nodes).items():
-        for server in servers:
-            serves.setdefault(server, []).append(client)
+    serves = server_clients(workflow.applications, workflow.nodes)
     return {
         "t": 0.0,
         "nodes": {
@@ -58,7 +55,7 @@ def initial_progress(workflow: Workflow) -> ProgressState:
                 "background": node.background,
                 "last": {},
                 "reason": None,
-                "serves": serves.get(name, []),
+                "serves": list(serves.get(name, ())),
             }
             for name, node in workflow.nodes.items()
         },

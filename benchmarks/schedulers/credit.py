@@ -23,7 +23,7 @@ from benchmarks.clock import now
 from benchmarks.schedulers import ledger
 from benchmarks.schedulers.base import Gate, GateSpec, NodePlan, Scheduler
 from benchmarks.schedulers.ledger import CreditParams, CreditTable, Priority
-from benchmarks.spec.model import server_edges
+from benchmarks.spec.model import server_clients
 from benchmarks.status import RequestStatus
 
 if TYPE_CHECKING:
@@ -141,12 +141,10 @@ class CreditScheduler(Scheduler):
         self._shm = shared_memory.SharedMemory(create=True, size=CreditTable.nbytes(slots))
         self.shm_name = self._shm.name
         self.table = CreditTable(self._shm.buf, slots)
-        served: dict[str, list[str]] = {}
-        for client, servers in server_edges(workflow.applications, workflow.nodes).items():
-            for server in servers:
-                served.setdefault(server, []).append(client)
         self._clients = {
-            s: tuple(c for c in clients if c in nodes) for s, clients in served.items() if s in nodes
+            s: tuple(c for c in clients if c in nodes)
+            for s, clients in server_clients(workflow.applications, workflow.nodes).items()
+            if s in nodes
         }
         t = now()
         initial: dict[str, float] = {}

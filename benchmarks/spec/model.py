@@ -439,6 +439,18 @@ def server_edges(
     return out
 
 
+def server_clients(
+    applications: Mapping[str, Application], nodes: Mapping[str, Node]
+) -> dict[str, tuple[str, ...]]:
+    """Return, for each node that runs a model server some unit names, the client nodes it serves
+    (``server_edges`` the other way round), in node order."""
+    out: dict[str, list[str]] = {}
+    for client, servers in server_edges(applications, nodes).items():
+        for server in servers:
+            out.setdefault(server, []).append(client)
+    return {server: tuple(clients) for server, clients in out.items()}
+
+
 def server_problems(
     applications: Mapping[str, Application], nodes: Mapping[str, Node]
 ) -> list[tuple[Path_, str]]:

@@ -92,6 +92,7 @@ def test_the_model_server_fields_show_only_on_the_cards_of_types_that_can_be_its
     for kind, shown in (("ImageGen", False), ("Chatbot", True), ("LLMServer", False), ("DeepResearch", True)):
         page.select_option("#id_cards-0-type", kind)
         assert (server.is_visible(), client_model.is_visible()) == (shown, shown), kind
+    page.locator("[data-card]").first.screenshot(path=str(ARTIFACTS / "editor-client-card.png"))
 
 
 def test_renaming_a_node_keeps_the_edges_that_depend_on_it(page: Any, live_app: LiveApp) -> None:
