@@ -13,6 +13,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from benchmarks.spec.model import WorkflowValidationError
 from cbweb.runs.services import RunStateError
+from cbweb.workflows.services import WorkflowNameTaken
 
 
 class ErrorItemSerializer(serializers.Serializer):
@@ -52,6 +53,8 @@ def workflow_errors(exc: WorkflowValidationError) -> list[dict[str, Any]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, WorkflowNameTaken):
+        return error_response(exc.errors[0].message, workflow_errors(exc), status.HTTP_409_CONFLICT)
     if isinstance(exc, WorkflowValidationError):
         n = exc.total
         return error_response(

@@ -148,7 +148,11 @@ class WorkflowListApi(ListApi):
                 "WorkflowCreated", {"id": serializers.IntegerField(), "version": serializers.IntegerField()}
             ),
             400: ERROR,
+            409: ERROR,
         },
+        description="Create a workflow. An owner's active workflows have distinct names: a name you "
+        "already use is refused (409; its message names the workflow). To add a version to a workflow "
+        "by name, POST to workflows/submit/.",
     )
     def post(self, request: Request) -> Response:
         data = WorkflowInput(data=request.data)
@@ -223,7 +227,9 @@ class WorkflowDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         return Response(_workflow_out(workflow_selectors.workflow_get(pk=pk)))
 
-    @extend_schema(request=UpdateInput, responses={200: WorkflowOutput, 400: ERROR, 403: ERROR, 404: ERROR})
+    @extend_schema(
+        request=UpdateInput, responses={200: WorkflowOutput, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR}
+    )
     def put(self, request: Request, pk: int) -> Response:
         workflow = workflow_selectors.workflow_get(pk=pk)
         data = self.UpdateInput(data=request.data)
@@ -255,8 +261,9 @@ class WorkflowArchiveApi(APIView):
 
     @extend_schema(
         request=ArchiveInput,
-        responses={200: WorkflowOutput},
-        description="Archive a workflow (hidden from the list, no new runs) or restore it.",
+        responses={200: WorkflowOutput, 403: ERROR, 404: ERROR, 409: ERROR},
+        description="Archive a workflow (hidden from the list, no new runs) or restore it (409 when "
+        "you have made another active workflow of its name since).",
     )
     def post(self, request: Request, pk: int) -> Response:
         workflow = workflow_selectors.workflow_get(pk=pk)

@@ -17,6 +17,14 @@ class Workflow(models.Model):
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        # An owner's active workflows have distinct names (services.WorkflowNameTaken says so first).
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "name"],
+                condition=models.Q(archived=False),
+                name="workflow_active_name_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

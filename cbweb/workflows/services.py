@@ -18,6 +18,40 @@ from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
+class WorkflowNameTaken(spec_model.WorkflowValidationError):
+    """The owner already has an active workflow of that name (HTTP 409). A name is its owner's handle
+    on a workflow (``submit`` finds the workflow by it, the lists and the leaderboard show it), so two
+    active workflows of one owner never share one; archived ones may."""
+
+    def __init__(self, existing: Workflow) -> None:
+        self.existing = existing
+        super().__init__(
+            [
+                spec_model.SpecError(
+                    ("name",),
+                    None,
+                    f"you already have a workflow named '{existing.name}' (#{existing.pk}): edit that one "
+                    "(or submit to it), archive it, or choose another name",
+                )
+            ]
+        )
+
+
+def _claim_name(*, owner: Any, name: str, workflow: Workflow | None = None) -> None:
+    """Raise WorkflowNameTaken when another active workflow of ``owner`` is named ``name``.
+
+    The owner's row is locked first, so writes of one owner take turns: two first saves of one name
+    at the same moment cannot both find the name free (the partial unique index is the last guard).
+    """
+    get_user_model().objects.select_for_update().only("pk").get(pk=owner.pk)
+    others = Workflow.objects.filter(owner=owner, name=name, archived=False)
+    if workflow is not None:
+        others = others.exclude(pk=workflow.pk)
+    clash = others.first()
+    if clash is not None:
+        raise WorkflowNameTaken(clash)
+
+
 def workflow_parse(
     *,
     name: str,
@@ -99,10 +133,12 @@ def workflow_create(
 ) -> Workflow:
     """Validate and store a new workflow with its first version; return it.
 
-    Raises WorkflowValidationError (nothing is written) when the engine rejects the input.
+    Raises WorkflowValidationError (nothing is written) when the engine rejects the input, and its
+    subclass WorkflowNameTaken when the owner has an active workflow of that name.
     """
     name = name.strip()
     parsed = workflow_parse(name=name, yaml_text=yaml_text, spec=spec)
+    _claim_name(owner=owner, name=parsed.name)
     workflow = Workflow.objects.create(
         name=parsed.name, description=parsed.description if description is None else description, owner=owner
     )
@@ -123,9 +159,9 @@ def workflow_submit(
     workflow was created, whether a version was added).
 
     The name is ``name`` if given, else the one the input gives itself (native ``name:``, the task
-    list's key), else ``default_name``. The owner's active workflow of that name is reused (the most
-    recently updated one, if older submits made several); a new version is added only when the
-    canonical spec differs from its latest version's. Archived workflows are not reused.
+    list's key), else ``default_name``. The owner's active workflow of that name (there is at most
+    one) is reused; a new version is added only when the canonical spec differs from its latest
+    version's. Archived workflows are not reused.
     Raises WorkflowValidationError (nothing is written) when the engine rejects the input.
     """
     if name and name.strip():
@@ -141,10 +177,7 @@ def workflow_submit(
     # to lock yet), so two CI jobs submitting the same file at once make one workflow with one version.
     get_user_model().objects.select_for_update().only("pk").get(pk=owner.pk)
     workflow = (
-        Workflow.objects.select_for_update()
-        .filter(owner=owner, name=parsed.name, archived=False)
-        .order_by("-updated_at", "-id")
-        .first()
+        Workflow.objects.select_for_update().filter(owner=owner, name=parsed.name, archived=False).first()
     )
     if workflow is None:
         workflow = Workflow.objects.create(name=parsed.name, description=parsed.description, owner=owner)
@@ -169,11 +202,14 @@ def workflow_update(
 ) -> WorkflowVersion:
     """Save a new version of ``workflow`` (versions are never changed in place); return the version.
 
-    Raises PermissionDenied for someone else's workflow, WorkflowValidationError for a bad spec.
+    Raises PermissionDenied for someone else's workflow, WorkflowValidationError for a bad spec and
+    WorkflowNameTaken for a new name the owner's other active workflow has.
     """
     check_can_edit(user, workflow, f"workflow '{workflow.name}'")
     new_name = (name or workflow.name).strip()
     parsed = workflow_parse(name=new_name, yaml_text=yaml_text, spec=spec)
+    if not workflow.archived and parsed.name != workflow.name:
+        _claim_name(owner=workflow.owner, name=parsed.name, workflow=workflow)
     workflow.name = parsed.name
     workflow.description = parsed.description if description is None else description
     workflow.save(update_fields=["name", "description", "updated_at"])
@@ -194,8 +230,11 @@ def workflow_delete(*, workflow: Workflow, user: Any) -> None:
 @transaction.atomic
 def workflow_archive(*, workflow: Workflow, user: Any, archived: bool = True) -> Workflow:
     """Archive a workflow (hidden from lists, no new runs; its page and runs stay) or restore it;
-    return it. Raises PermissionDenied for someone else's workflow."""
+    return it. Raises PermissionDenied for someone else's workflow, and WorkflowNameTaken when the
+    owner has since made another active workflow of its name (rename one of them first)."""
     check_can_edit(user, workflow, f"workflow '{workflow.name}'")
+    if workflow.archived and not archived:
+        _claim_name(owner=workflow.owner, name=workflow.name, workflow=workflow)
     workflow.archived = archived
     workflow.save(update_fields=["archived", "updated_at"])
     return workflow

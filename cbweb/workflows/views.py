@@ -133,6 +133,10 @@ def workflow_delete(request: HttpRequest, pk: int) -> HttpResponse:
 def workflow_archive(request: HttpRequest, pk: int) -> HttpResponse:
     workflow = selectors.workflow_get(pk=pk)
     archived = request.POST.get("archived", "1") == "1"
-    services.workflow_archive(workflow=workflow, user=request.user, archived=archived)
-    messages.success(request, f"{'archived' if archived else 'restored'} '{workflow.name}'")
+    try:
+        services.workflow_archive(workflow=workflow, user=request.user, archived=archived)
+    except services.WorkflowNameTaken as exc:
+        messages.error(request, f"not restored: {exc.errors[0].message}")
+    else:
+        messages.success(request, f"{'archived' if archived else 'restored'} '{workflow.name}'")
     return redirect("workflows:detail", pk=pk)

@@ -136,7 +136,13 @@ def bob(make_user: Any) -> Any:
 def make_workflow(db: Any) -> Any:
     from cbweb.workflows.services import workflow_create
 
-    def make(owner: Any, name: str = "sleepy", yaml_text: str = SLEEP_YAML) -> Any:
+    made: list[str] = []
+
+    def make(owner: Any, name: str | None = None, yaml_text: str = SLEEP_YAML) -> Any:
+        # An owner's active workflows have distinct names: later unnamed ones are "sleepy 2", ...
+        if name is None:
+            made.append("sleepy")
+            name = "sleepy" if len(made) == 1 else f"sleepy {len(made)}"
         return workflow_create(owner=owner, name=name, yaml_text=yaml_text)
 
     return make

@@ -17,6 +17,32 @@ def test_post_yaml_creates_a_workflow_and_answers_its_id(api: Any) -> None:
     assert load_yaml(detail["yaml"]) == load_yaml(SLEEP_YAML, name="sleepy")
 
 
+def test_posting_a_name_in_use_is_a_409_naming_the_workflow(api: Any) -> None:
+    first = api.post("/api/v1/workflows/", {"name": "sleepy", "yaml": SLEEP_YAML}, format="json").json()
+    again = api.post("/api/v1/workflows/", {"name": "sleepy", "yaml": SLEEP_YAML}, format="json")
+    assert again.status_code == 409
+    body = again.json()
+    assert f"(#{first['id']})" in body["message"] and body["errors"][0]["field"] == "name"
+    assert api.get("/api/v1/workflows/", {"search": "sleepy"}).json()["count"] == 1
+    other = api.post("/api/v1/workflows/", {"name": "other", "yaml": SLEEP_YAML}, format="json").json()
+    renamed = api.put(
+        f"/api/v1/workflows/{other['id']}/", {"name": "sleepy", "yaml": SLEEP_YAML}, format="json"
+    )
+    assert (
+        renamed.status_code == 409 and api.get(f"/api/v1/workflows/{other['id']}/").json()["name"] == "other"
+    )
+    archived = api.post(f"/api/v1/workflows/{first['id']}/archive/", {}, format="json")
+    assert archived.status_code == 200
+    assert (
+        api.put(
+            f"/api/v1/workflows/{other['id']}/", {"name": "sleepy", "yaml": SLEEP_YAML}, format="json"
+        ).status_code
+        == 200
+    )
+    restored = api.post(f"/api/v1/workflows/{first['id']}/archive/", {"archived": False}, format="json")
+    assert restored.status_code == 409 and f"(#{other['id']})" in restored.json()["message"]
+
+
 def test_post_spec_mapping_creates_a_workflow(api: Any) -> None:
     spec = {
         "a": {"type": "Sleep", "sleep_time": 0.01},

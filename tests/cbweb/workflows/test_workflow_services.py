@@ -126,3 +126,35 @@ def test_list_annotates_latest_version_and_filters_by_name(alice: Any, make_work
     rows = {w.name: w.latest_version for w in workflow_list()}
     assert rows == {"alpha": 1, "beta": 2}
     assert [w.name for w in workflow_list(search="ALP")] == ["alpha"]
+
+
+def test_an_owners_active_workflows_have_distinct_names(alice: Any, bob: Any, make_workflow: Any) -> None:
+    from cbweb.workflows.services import WorkflowNameTaken
+
+    first = make_workflow(alice, name="nightly")
+    with pytest.raises(WorkflowNameTaken, match=rf"named 'nightly' \(#{first.pk}\)") as info:
+        make_workflow(alice, name=" nightly ")
+    assert info.value.existing == first and [e.path for e in info.value.errors] == ["name"]
+    make_workflow(bob, name="nightly")  # another owner's name is another name
+    other = make_workflow(alice, name="weekly")
+    with pytest.raises(WorkflowNameTaken):
+        workflow_update(workflow=other, user=alice, name="nightly", yaml_text="b: {type: Sleep}\n")
+    assert Workflow.objects.get(pk=other.pk).name == "weekly" and other.versions.count() == 1
+    # A new version under its own name is no clash.
+    workflow_update(workflow=other, user=alice, yaml_text="b: {type: Sleep}\n")
+    # An archived workflow frees its name; restoring it while the name is taken is refused.
+    workflow_archive(workflow=first, user=alice)
+    again = make_workflow(alice, name="nightly")
+    with pytest.raises(WorkflowNameTaken, match=rf"\(#{again.pk}\)"):
+        workflow_archive(workflow=first, user=alice, archived=False)
+    assert Workflow.objects.get(pk=first.pk).archived
+    assert Workflow.objects.filter(owner=alice, name="nightly").count() == 2
+
+
+def test_the_database_refuses_two_active_workflows_of_one_name(alice: Any, make_workflow: Any) -> None:
+    from django.db import IntegrityError, transaction
+
+    make_workflow(alice, name="nightly")
+    Workflow.objects.create(owner=alice, name="nightly", archived=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Workflow.objects.create(owner=alice, name="nightly")

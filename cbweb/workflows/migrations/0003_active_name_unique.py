@@ -1,0 +1,43 @@
+"""An owner's active workflows get distinct names. Where earlier versions let several share one (the
+old POST /api/v1/workflows/ made a new workflow each time), the most recently updated keeps the name,
+which is the one ``submit`` reused, and each other gets its id appended: "name (#12)". Nothing else
+changes; runs keep the name they ran under."""
+
+from typing import Any
+
+from django.db import migrations, models
+
+
+def rename_duplicates(apps: Any, schema_editor: Any) -> None:
+    Workflow = apps.get_model("workflows", "Workflow")
+    limit = Workflow._meta.get_field("name").max_length
+    seen: set[tuple[int, str]] = set()
+    for pk, owner_id, name in (
+        Workflow.objects.filter(archived=False)
+        .order_by("-updated_at", "-id")
+        .values_list("pk", "owner_id", "name")
+    ):
+        if (owner_id, name) in seen:
+            suffix = f" (#{pk})"
+            # .update leaves updated_at as it was.
+            Workflow.objects.filter(pk=pk).update(name=name[: limit - len(suffix)] + suffix)
+        else:
+            seen.add((owner_id, name))
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("workflows", "0002_archived"),
+    ]
+
+    operations = [
+        migrations.RunPython(rename_duplicates, migrations.RunPython.noop),
+        migrations.AddConstraint(
+            model_name="workflow",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("archived", False)),
+                fields=("owner", "name"),
+                name="workflow_active_name_unique",
+            ),
+        ),
+    ]
