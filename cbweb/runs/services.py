@@ -27,6 +27,7 @@ from benchmarks.platform import gpus
 from benchmarks.progress import initial_progress
 from benchmarks.results import ResultDocument, headline
 from benchmarks.runmeta import MetaError, RunMeta, check_meta
+from benchmarks.runner.checks import memory_problems
 from benchmarks.schedulers import (
     SCHEDULERS,
     SchedulerError,
@@ -101,6 +102,28 @@ def runnable_schedulers(*, platform: Platform | None) -> tuple[list[str], str]:
     return list(SCHEDULERS), "any worker"
 
 
+def launch_memory_problems(*, workflow: spec_model.Workflow, platform: Platform | None) -> list[str]:
+    """Return the run's memory check (``benchmarks.runner.checks.memory_problems``: random models on the
+    CPU that cannot fit) made at launch, where the machine is known: the chosen platform's memory in
+    all (from its fingerprint), or this machine's available memory under the local executor. Empty for
+    "any worker", and for a platform whose fingerprint cannot tell (no memory recorded, or macOS,
+    whose Metal GPU the fingerprint does not list); the run's own preflight checks again."""
+    if platform is not None:
+        ram = platform.info.get("ram_bytes")
+        if not isinstance(ram, int) or str(platform.info.get("os", "")).startswith("Darwin"):
+            return []
+        return memory_problems(
+            workflow,
+            ram,
+            gpu=bool(platform.info.get("gpus")),
+            machine=f"platform '{platform.name}' has {ram / 1e9:.1f} GB of memory in all",
+            alone_too=True,
+        )
+    if settings.CB_RUN_EXECUTOR == "local":
+        return memory_problems(workflow, alone_too=True)
+    return []
+
+
 @transaction.atomic
 def run_create(
     *,
@@ -122,8 +145,9 @@ def run_create(
     ``meta`` (commit, branch, ci_url, tags, notes) is checked by ``benchmarks.runmeta.check_meta``
     and given to every run of the batch. ``weights`` (``real`` or ``random``) overrides the
     workflow's ``weights:`` in the run's copy of the spec (docs/models.md).
-    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats, or a
-    metadata field) when the request is impossible.
+    Raises django ValidationError naming the field (scheduler, scheduler.<parameter>, repeats, a
+    metadata field, or platform when the machine cannot hold the run's random models) when the
+    request is impossible.
     """
     if not user or not user.is_authenticated:
         raise ValidationError("log in to launch runs")
@@ -150,6 +174,8 @@ def run_create(
         )
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
+    if memory := launch_memory_problems(workflow=workflow, platform=platform):
+        raise ValidationError({"platform": memory})
     checked = run_meta_check(meta or {})
     batch = uuid.uuid4()
     runs = [

@@ -74,6 +74,23 @@ def test_one_model_that_does_not_fit_alone_is_left_to_its_units_own_check():
     assert memory_problems(workflow, available_bytes=1 * GB) == []
 
 
+def test_for_another_machine_one_model_too_large_and_the_machines_gpu_are_its_own():
+    # The web's launch for a platform: nothing else checks one model there, and its GPU is its own.
+    workflow = load_yaml("chat: {type: chatbot, model: llama-3.2-3b@random}\n")
+    [problem] = memory_problems(
+        workflow, 4 * GB, gpu=False, machine="platform 'box' has 4.0 GB of memory in all", alone_too=True
+    )
+    assert problem == (
+        f"node chat (llama-3.2-3b@random, {LLAMA_GB} GB) loads a random model on the CPU and platform 'box' "
+        "has 4.0 GB of memory in all; use device: gpu or a smaller model"
+    )
+    assert memory_problems(workflow, 4 * GB, gpu=True, alone_too=True) == []
+    assert cpu_model_bytes(workflow, gpu=True) == {}
+    # device: cpu stays on the CPU whatever the machine has.
+    pinned = load_yaml("chat: {type: chatbot, model: llama-3.2-3b@random, device: cpu}\n")
+    assert memory_problems(pinned, 4 * GB, gpu=True, alone_too=True) != []
+
+
 def test_validate_check_files_adds_the_concurrent_models_up_on_this_machine(tmp_path: Path):
     # Two Llama 3.2 1B twins of 64 sessions each: every copy fits alone (2.5 GB), all of them together
     # need 317.4 GB, more than the machines these tests run on have.

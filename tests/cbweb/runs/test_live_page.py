@@ -186,3 +186,37 @@ def test_under_the_local_executor_the_launch_form_offers_what_this_machine_runs(
     form = RunLaunchForm(workflow=make_workflow(alice))
     expected = ["greedy", "partition", "credit", "credit-mps"] if gpus() else ["greedy", "credit"]
     assert form.scheduler_support == {"": expected}
+
+
+def test_the_launch_form_refuses_random_models_the_chosen_machine_cannot_hold(
+    alice: Any, make_workflow: Any, client: Any, settings: Any
+) -> None:
+    from cbweb.workflows.selectors import version_latest
+
+    settings.CB_RUN_EXECUTOR = "celery"
+    # A 3B Llama twin on the CPU holds 6.4 GB: a 4 GB box cannot run it, a GPU box runs it on its GPU.
+    workflow = make_workflow(alice, yaml_text="chat: {type: chatbot, model: llama-3.2-3b@random}\n")
+    small = platform_register(
+        fingerprint={"id": "small", "host": "small", "cpu": "EPYC", "gpus": [], "ram_bytes": 4 * 10**9}
+    )
+    gpu = platform_register(
+        fingerprint={
+            "id": "gpu",
+            "host": "gpu",
+            "cpu": "EPYC",
+            "gpus": [{"name": "H200"}],
+            "ram_bytes": 10**9,
+        }
+    )
+    client.force_login(alice)
+    data = {"version": version_latest(workflow=workflow).pk, "repeats": 1, "scheduler": "greedy"}
+    refused = client.post(f"/runs/launch/{workflow.pk}/", {**data, "platform": small.pk})
+    assert refused.status_code == 400
+    [message] = refused.context["form"].errors["platform"]
+    assert message == (
+        "node chat (llama-3.2-3b@random, 6.4 GB) loads a random model on the CPU and platform "
+        "'small (EPYC)' has 4.0 GB of memory in all; use device: gpu or a smaller model"
+    )
+    assert "loads a random model on the CPU" in refused.content.decode()
+    assert not Run.objects.exists()
+    assert client.post(f"/runs/launch/{workflow.pk}/", {**data, "platform": gpu.pk}).status_code == 302
