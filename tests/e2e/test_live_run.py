@@ -101,6 +101,15 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
     assert apps.count() == 1 and _points(page, "psutil · cpu_percent of each application") > 0
     axis = "c => Chart.getChart(c).options.scales.y.title.text"
     assert (machine.evaluate(axis), apps.evaluate(axis)) == ("CPU % of all cores", "CPU % (100 % = one core)")
+    # A series constant so far is listed, not drawn (swap at 0 B, a fixed process count, ...), until
+    # it changes: every drawn telemetry panel varies, and no listed one is drawn.
+    varies = "c => new Set(Chart.getChart(c).data.datasets.flatMap(d => d.data.map(p => p.y))).size > 1"
+    assert all(page.locator("#live-telemetry canvas").evaluate_all(f"cs => cs.map({varies})"))
+    listed = page.locator("#live-constant li").evaluate_all("lis => lis.map(li => li.dataset.panel)")
+    for key in listed:
+        assert page.locator(f'#live-telemetry canvas[data-panel="{key}"]').count() == 0, key
+    assert page.locator("#live-constant-box").is_visible() == bool(listed)
+    assert all(re.search(r": .+ so far", t) for t in page.locator("#live-constant li").all_inner_texts())
     done = page.locator('#progress tr[data-node="steady"] td.done').inner_text()
     assert re.fullmatch(r"\d+ of 40", done), done
     page.screenshot(path=str(ARTIFACTS / "live-run.png"))

@@ -35,6 +35,24 @@
     return panels;
   }
 
+  // A telemetry panel whose every value so far is one constant is listed, not drawn (as on the result
+  // page: "swap used: 0 B"), until a value differs; a panel once drawn stays drawn.
+  const constantList = document.getElementById("live-constant");
+  function constantSoFar(key, p) {
+    if (p.latency || charts[key]) return false;
+    const values = Object.values(p.lines).flatMap((s) => s.v);
+    const lo = Math.min(...values);
+    let item = constantList.querySelector(`li[data-panel="${CSS.escape(key)}"]`);
+    if (values.length && lo === Math.max(...values)) {
+      if (!item) item = constantList.appendChild(CB.el("li", { "data-panel": key }, ""));
+      const none = p.column === "swap_used_bytes" && lo === 0 ? ": no swap used" : "";
+      item.textContent = `${key}: ${(p.axis.text || p.axis.tick)(lo)} so far${none}`;
+      return true;
+    }
+    if (item) item.remove();
+    return !values.length;
+  }
+
   function draw(panels) {
     // One time axis for every panel: up to the latest sample of any series.
     let tMax = 0;
@@ -45,6 +63,7 @@
       const container = document.getElementById(p.latency ? "live-latency" : "live-telemetry");
       const empty = document.getElementById(p.latency ? "no-live-latency" : "no-live-telemetry");
       if (empty) empty.remove();
+      if (constantSoFar(key, p)) return;
       const labels = Object.keys(p.lines).sort();
       const datasets = labels.map((label, j) => ({
         label: label, data: CB.points(p.lines[label].t, p.lines[label].v), borderColor: CB.color(j), backgroundColor: CB.color(j),
@@ -88,6 +107,7 @@
       .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
       .then((data) => {
         draw(group(data.series || []));
+        document.getElementById("live-constant-box").hidden = !constantList.children.length;
         polls += 1;
         section.dataset.livePolls = String(polls);
       })
