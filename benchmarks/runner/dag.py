@@ -4,6 +4,7 @@ package docstring, ``benchmarks.runner``)."""
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -326,7 +327,9 @@ class _Run:
 
     def _spawn(self, state: NodeState, plan: NodePlan) -> None:
         recv, send = self.ctx.Pipe(duplex=False)
-        state.stop_event = self.ctx.Event()
+        # A flag in shared memory, not an Event: the application reads it before every step and token
+        # (an Event's is_set takes a lock across processes), and only the runner writes it.
+        state.stop_flag = self.ctx.RawValue(ctypes.c_bool, False)
         state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
         env = self.scheduler.env_for(plan)
         gate = self.scheduler.gate_for(plan)
@@ -344,7 +347,7 @@ class _Run:
                 gate,
                 env,
                 send,
-                state.stop_event,
+                state.stop_flag,
                 out_dir,
                 seed,
                 state.go,
@@ -445,7 +448,7 @@ class _Run:
             state.reason = reason
         state.status = NodeStatus.STOPPING
         state.stop_sent_at = clock.now()
-        state.stop_event.set()
+        state.stop_flag.value = True
         self._emit("node_status", state.name, status=NodeStatus.STOPPING, reason=reason)
 
     def _abort(self, status: RunStatus, reason: str) -> None:

@@ -58,7 +58,7 @@ def app_process_main(
     gate_spec: GateSpec,
     env: dict[str, str],
     conn: Connection,
-    stop_event: Any,
+    stop_flag: Any,
     out_dir: str,
     seed: int,
     go: Any = None,
@@ -84,13 +84,17 @@ def app_process_main(
             conn.send({"t": clock.now(), "kind": kind, **fields})
 
     gate = gate_spec.open()
+
+    def stopped() -> bool:
+        return bool(stop_flag.value)
+
     sessions = unit.concurrency
     contexts = [
         AppContext(
             node=node,
             emit=emit,
             gate=gate,
-            stop_requested=stop_event.is_set,
+            stop_requested=stopped,
             device=device,
             out_dir=Path(out_dir) if sessions == 1 else Path(out_dir) / f"session-{k}",
             seed=seed + k,
@@ -111,7 +115,7 @@ def app_process_main(
             planned=sum(d.planned_records() for d in drivers),
         )
         while go is not None and not go.acquire(timeout=0.05):
-            if stop_event.is_set():
+            if stopped():
                 raise AppStopped
 
     status, error, code = NodeStatus.SUCCEEDED, None, 0

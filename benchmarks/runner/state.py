@@ -24,7 +24,7 @@ class NodeState:
     reason: str | None = None
     process: BaseProcess | None = None
     conn: Connection | None = None
-    stop_event: Any = None
+    stop_flag: Any = None  # a shared c_bool the application process reads (RawValue)
     started_at: float | None = None
     finished_at: float | None = None
     load_started: float | None = None
