@@ -19,7 +19,6 @@ served by another kernel under this one's name.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import warnings
 from collections import Counter
@@ -115,7 +114,10 @@ class AttentionSwitch:
         self.choice = choice
         self.params = dict(params or {})
         self.calls: Counter[str] = Counter()
-        self.config: Any = None
+        # The kernel's config per head dim, as resolved at the first call of each: the GPU's default
+        # with ``params`` over it (cbkernels.attention.config_over).
+        self.configs: dict[int, Any] = {}
+        self._resolve: Any = None
         self._sdpa = torch.nn.functional.scaled_dot_product_attention
         self._pin: Any = None
         self._kernel: Any = None
@@ -126,7 +128,10 @@ class AttentionSwitch:
         elif choice == "cbkernels":
             module = cbkernels_attention()
             self._kernel = module.attention
-            self.config = module.config_from_params(self.params) if self.params else None
+            module.config_from_params(self.params)  # the keys and values, checked before the first call
+            self._resolve = lambda q: module.config_over(
+                module.default_config(q.shape[-1], q.dtype, q.device), self.params
+            )
         switch = self
 
         class Serve(TorchFunctionMode):
@@ -178,8 +183,11 @@ class AttentionSwitch:
                 f"{', '.join(refused)}"
             )
         try:
+            query = call["query"]
+            if query.shape[-1] not in self.configs:
+                self.configs[query.shape[-1]] = self._resolve(query)
             return self._kernel(
-                call["query"], call["key"], call["value"], scale=call.get("scale"), config=self.config
+                query, call["key"], call["value"], scale=call.get("scale"), params=self.params
             )
         except ValueError as exc:
             raise AttentionUnavailable(
@@ -225,9 +233,10 @@ class AttentionSwitch:
         else:
             backend = self.choice
         out: dict[str, Any] = {"choice": self.choice, "params": self.params, "backend": backend}
-        if self.config is not None:
-            cfg = self.config
-            out["config"] = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else str(cfg)  # type: ignore[arg-type]
+        if self.configs:
+            # By head dim: the GPU's default for it with the unit's params over it (before the kernel's
+            # fallback from tma to pointer for a layout the copy engine cannot take).
+            out["configs"] = {str(d): cfg.params() for d, cfg in sorted(self.configs.items())}
         return out
 
     def mode(self) -> Any:

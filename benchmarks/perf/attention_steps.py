@@ -161,7 +161,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 **_figures(times[args.warmup :]),
                 "attention_calls_per_step": sum(served.values()) / total,
                 "backends": served,
-                "config": switch.describe().get("config"),
+                "configs": switch.describe().get("configs"),
             }
         )
     base = next((r["median_step_s"] for r in rows if r["choice"] == "sdpa" and "median_step_s" in r), None)

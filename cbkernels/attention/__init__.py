@@ -5,9 +5,10 @@ free (cross-attention), D up to 256, bf16/fp16 (fp32 too). Importing this packag
 nor Triton; the first ``attention`` call does.
 
     from cbkernels.attention import AttentionConfig, attention, default_config, config_from_params
+    from cbkernels.attention import config_over
 """
 
-from cbkernels.attention.config import PARAM_NAMES, AttentionConfig, config_from_params
+from cbkernels.attention.config import PARAM_NAMES, AttentionConfig, config_from_params, config_over
 from cbkernels.attention.op import attention, default_config
 from cbkernels.attention.tune import Trial, autotune, candidate_configs
 
@@ -19,5 +20,6 @@ __all__ = [
     "autotune",
     "candidate_configs",
     "config_from_params",
+    "config_over",
     "default_config",
 ]

@@ -99,6 +99,12 @@ def config_from_params(params: Mapping[str, object]) -> AttentionConfig:
         raise ValueError(f"attention parameter {_named_key(str(exc))!r}: {exc}") from None
 
 
+def config_over(base: AttentionConfig, params: Mapping[str, object]) -> AttentionConfig:
+    """Return ``base`` with the keys ``params`` sets replaced, checked as ``config_from_params`` checks
+    them: ``{maxnreg: 128}`` over a GPU's default is that default under a register budget of 128."""
+    return config_from_params({**base.params(), **params})
+
+
 def _coerce(key: str, raw: object) -> object:
     if key == "variant":
         return raw

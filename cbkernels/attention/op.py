@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cbkernels.attention.config import MAX_HEAD_DIM, AttentionConfig, default_for
+from cbkernels.attention.config import MAX_HEAD_DIM, AttentionConfig, config_over, default_for
 
 if TYPE_CHECKING:
     import torch
@@ -124,32 +125,39 @@ class Launch:
 
 def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None,
-    config: AttentionConfig | None = None,
+    config: AttentionConfig | None = None, params: Mapping[str, object] | None = None,
 ) -> torch.Tensor:  # fmt: skip
     """Return softmax(q k^T * scale) v for q (B, H, Sq, D) and k, v (B, H, Skv, D): shape and dtype of q.
 
     ``scale`` defaults to 1/sqrt(D); ``config`` to ``default_config`` (whose ``tma`` variant falls back
     to ``pointer`` when the tensors' layout does not suit the copy engine; an explicit ``tma`` config
-    raises instead). Raises ValueError naming what is wrong with the inputs or the config.
+    raises instead). ``params`` (instead of ``config``) changes some fields of that default
+    (``config_over``): ``{"maxnreg": 128}`` is this GPU's default tile under a budget of 128 registers;
+    it is explicit about the variant only when it names one. Raises ValueError naming what is wrong
+    with the inputs, the config or the params.
     """
-    out, _ = launch(q, k, v, scale=scale, config=config)
+    out, _ = launch(q, k, v, scale=scale, config=config, params=params)
     return out
 
 
 def launch(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None,
-    config: AttentionConfig | None = None,
+    config: AttentionConfig | None = None, params: Mapping[str, object] | None = None,
 ) -> tuple[torch.Tensor, Launch]:  # fmt: skip
     """Run the kernel as ``attention`` does; return the output and what the launch compiled."""
     import torch
 
+    if config is not None and params:
+        raise ValueError("give the kernel a config or params over its default, not both")
     check_inputs(q, k, v, scale)
     b, h, seq_q, d = q.shape
     seq_kv = k.shape[2]
     out = torch.empty_like(q)
-    explicit = config is not None
+    explicit = config is not None or "variant" in (params or {})
     if config is None:
         config = default_config(d, q.dtype, q.device)
+        if params:
+            config = config_over(config, params)
     if config.variant == "tma":
         if q.device.type == "cuda" and torch.cuda.get_device_capability(q.device)[0] < 9:
             if explicit:

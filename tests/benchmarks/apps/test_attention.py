@@ -213,6 +213,11 @@ def test_cbkernels_serves_each_call_with_its_params_and_refuses_a_mask():
     expected = torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double())
     torch.testing.assert_close(out.double(), expected, rtol=2e-2, atol=2e-2)
     assert switch.take() == {"cbkernels": 1} and switch.describe()["params"] == {"maxnreg": 128}
+    # The GPU's default for head dim 64 under the budget, not the dataclass's own columns.
+    from cbkernels.attention import config_over, default_config
+
+    expected_config = config_over(default_config(64, q.dtype, q.device), {"maxnreg": 128})
+    assert switch.describe()["configs"] == {"64": expected_config.params()}
     mask = torch.ones(256, 256, device="cuda", dtype=torch.bool)
     with (
         pytest.raises(

@@ -129,6 +129,16 @@ def test_the_tma_variant_refuses_rows_the_copy_engine_cannot_address_and_the_def
     assert_close(attention(q, k, v), q, k, v)
 
 
+def test_params_change_the_default_config_and_a_variant_among_them_is_explicit() -> None:
+    q, k, v = qkv(1, 2, 40, 40, 64, torch.bfloat16)
+    assert_close(attention(q, k, v, params={"block_n": 16, "maxnreg": 128}), q, k, v)
+    with pytest.raises(ValueError, match="a config or params over its default, not both"):
+        attention(q, k, v, config=SMALL, params={"maxnreg": 128})
+    q, k, v = qkv(1, 1, 20, 20, 36, torch.float16)
+    with pytest.raises(ValueError, match="variant 'tma' cannot take these tensors"):
+        attention(q, k, v, params={"variant": "tma"})
+
+
 def test_empty_queries_give_an_empty_output() -> None:
     q, k, v = qkv(1, 2, 0, 7, 64, torch.float16)
     assert attention(q, k, v, config=SMALL).shape == (1, 2, 0, 64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbkernels.attention import PARAM_NAMES, AttentionConfig, config_from_params
+from cbkernels.attention import PARAM_NAMES, AttentionConfig, config_from_params, config_over
 from cbkernels.attention.config import DEFAULTS, arch_key, default_for, head_dim_bucket
 
 
@@ -69,3 +69,13 @@ def test_the_default_table_covers_every_architecture_and_bucket() -> None:
     assert default_for(64, (9, 0), fp32=True).variant == "pointer"
     with pytest.raises(ValueError, match=r"head_dim must be 1\.\.256, not 257"):
         head_dim_bucket(257)
+
+
+def test_params_over_a_gpus_default_change_only_the_keys_they_give() -> None:
+    h100 = default_for(64, (9, 0))
+    assert config_over(h100, {"maxnreg": "128"}) == AttentionConfig(64, 64, 4, 3, 128, "pointer")
+    # config_from_params fills in the dataclass's columns instead: another tile altogether.
+    assert config_from_params({"maxnreg": 128}) == AttentionConfig(128, 64, 4, 3, 128, "pointer")
+    assert config_over(h100, {}) == h100
+    with pytest.raises(ValueError, match="attention parameter 'warp_specialize'"):
+        config_over(h100, {"warp_specialize": True})  # the default is a pointer tile
