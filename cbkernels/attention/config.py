@@ -137,7 +137,8 @@ def _named_key(message: str) -> str:
 # (architecture, head-dim bucket) -> config. Head-dim buckets: the padded HEAD_DIM (16..256) rounded up
 # to 64, 128 or 256. sm90 at 64: the autotuned winner of `consumerbench kernels profile --autotune` on an
 # H100 (sm90) at 2,24,4429,64 bf16, 2026-12-05: 558 us against cuDNN's 587, 128 registers, no spills
-# (docs/results/kernels-h100.json). The other rows are GUESSES until a profile replaces them
+# (docs/results/kernels-h100.json), and the H200's too (566 us against cuDNN's 584, 128 registers, no
+# spills: docs/results/kernels-h200.json). The other rows are GUESSES until a profile replaces them
 # (docs/kernels.md): sm90 from the Triton tutorial's Hopper settings, sm80 from FlashAttention-2's tiles.
 DEFAULTS: dict[tuple[str, int], AttentionConfig] = {
     ("sm90", 64): AttentionConfig(64, 64, 4, 3, None, "pointer"),

@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument(
+        "--layout",
+        choices=["bhsd", "bshd"],
+        default="bhsd",
+        help="bhsd: contiguous (batch, heads, seq, dim) tensors (default); bshd: (batch, seq, heads, dim) "
+        "tensors viewed as (batch, heads, seq, dim), as diffusers' attention processors pass them",
+    )
+    parser.add_argument(
         "--repeats", type=int, default=30, help="timed calls per row, after 3 warm-ups (median)"
     )
     parser.add_argument(
@@ -167,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     b, h, s, d = args.shape
-    shape = Shape(b, h, s, args.kv_seq or s, d, args.dtype)
+    shape = Shape(b, h, s, args.kv_seq or s, d, args.dtype, args.layout)
     variants = args.variants or (
         ["tma", "pointer"] if torch.cuda.get_device_capability()[0] >= 9 else ["pointer"]
     )

@@ -39,7 +39,8 @@ def table(doc: dict[str, Any]) -> str:
     s = doc["shape"]
     lines = [
         f"{doc['gpu']} (sm{doc['capability'].replace('.', '')}), q ({s['batch']}, {s['heads']}, "
-        f"{s['seq_q']}, {s['head_dim']}) kv {s['seq_kv']} {s['dtype']}; "
+        f"{s['seq_q']}, {s['head_dim']}) kv {s['seq_kv']} {s['dtype']}"
+        f"{', laid out (batch, seq, heads, dim)' if s.get('layout') == 'bshd' else ''}; "
         f"median of {doc['repeats']} warm calls (CUDA events)"
     ]
     grid = [[title for _, title, _ in COLUMNS]]

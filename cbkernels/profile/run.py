@@ -38,7 +38,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class Shape:
-    """The attention problem: q (batch, heads, seq_q, head_dim), k and v (batch, heads, seq_kv, head_dim)."""
+    """The attention problem: q (batch, heads, seq_q, head_dim), k and v (batch, heads, seq_kv, head_dim).
+
+    ``layout`` is how the tensors lie in memory: ``bhsd`` contiguous, ``bshd`` a (batch, seq, heads,
+    head_dim) tensor viewed as (batch, heads, seq, head_dim), as diffusers' processors pass them.
+    """
 
     batch: int
     heads: int
@@ -46,6 +50,7 @@ class Shape:
     seq_kv: int
     head_dim: int
     dtype: str
+    layout: str = "bhsd"
 
     def flops(self) -> float:
         """Return the multiply-adds of both products counted as 2 FLOPs: 4 * B * H * Sq * Skv * D."""
@@ -67,10 +72,15 @@ def make_inputs(shape: Shape, seed: int = 0) -> tuple[Any, Any, Any]:
 
     dtype = getattr(torch, DTYPES[shape.dtype])
     gen = torch.Generator().manual_seed(seed)
-    dims = [(shape.seq_q, "q"), (shape.seq_kv, "k"), (shape.seq_kv, "v")]
+    b, h, d = shape.batch, shape.heads, shape.head_dim
+    if shape.layout == "bshd":
+        return tuple(  # type: ignore[return-value]
+            torch.randn(b, s, h, d, generator=gen).to(dtype).to("cuda").transpose(1, 2)
+            for s in (shape.seq_q, shape.seq_kv, shape.seq_kv)
+        )
     return tuple(  # type: ignore[return-value]
-        torch.randn(shape.batch, shape.heads, s, shape.head_dim, generator=gen).to(dtype).to("cuda")
-        for s, _ in dims
+        torch.randn(b, h, s, d, generator=gen).to(dtype).to("cuda")
+        for s in (shape.seq_q, shape.seq_kv, shape.seq_kv)
     )
 
 

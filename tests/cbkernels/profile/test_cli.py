@@ -37,6 +37,7 @@ def test_without_a_gpu_the_standalone_profiler_says_so_and_exits_2() -> None:
         (["--variants", "tma,cuda"], "choose from pointer, tma"),
         (["--backends", "cudnn,xformers"], "choose from cudnn, flash, efficient, math"),
         (["--dtype", "int8"], "invalid choice: 'int8'"),
+        (["--layout", "sbhd"], "invalid choice: 'sbhd'"),
     ],
 )
 def test_bad_arguments_exit_2_with_the_reason(
@@ -86,6 +87,9 @@ def test_the_table_shows_each_row_the_reason_of_a_failed_one_and_the_ncu_status(
     assert tma.split()[:9] == ["tma-128x64-w4-s3", "cbkernels", "640.0", "375", "1.07", "168", "0", "65", "-"]
     assert "flash (sdpa-flash): RuntimeError: No available kernel. Aborting execution." in lines
     assert lines[-1] == "ncu: not used (ncu (Nsight Compute) not found)"
+    # Tensors laid out as diffusers passes them say so in the heading.
+    doc["shape"] = {**doc["shape"], "layout": "bshd"}
+    assert "kv 4429 bf16, laid out (batch, seq, heads, dim); median" in table(doc).splitlines()[0]
 
 
 def test_the_device_scripts_arguments_parse() -> None:
