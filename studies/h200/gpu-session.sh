@@ -6,7 +6,8 @@
 # Two measurements, each once and in this order, each bounded by `timeout`:
 #   1. chatbot-overhead: python -m benchmarks.perf.chatbot_overhead --device cuda (harness against a
 #      bare llama-cpp-python loop, TTFT's breakdown, the llama.cpp settings grid against the bandwidth
-#      floor; ~3 min) -> $OUT/chatbot-overhead-cuda.json and chatbot-overhead.txt;
+#      floor; ~1.5 min on the H200 with 2 rounds, OVERHEAD_ROUNDS=N for more) ->
+#      $OUT/chatbot-overhead-cuda.json and chatbot-overhead.txt;
 #   2. model-servers: python -m benchmarks.perf.model_servers --device cuda (one served model with 3
 #      slots, the same under credit through its step gate, serial, three separate models; ~2.5 min)
 #      -> $OUT/model-servers-h200.json and
@@ -54,7 +55,7 @@ measure() {
 }
 
 measure chatbot-overhead 240 chatbot-overhead-cuda.json chatbot-overhead-cuda.md -- \
-  python3 -m benchmarks.perf.chatbot_overhead --device cuda --rounds 2 --out "$STATE"
+  python3 -m benchmarks.perf.chatbot_overhead --device cuda --rounds "${OVERHEAD_ROUNDS:-2}" --out "$STATE"
 measure model-servers 240 model-servers-h200.json model-servers-h200.md -- \
   python3 -m benchmarks.perf.model_servers --device cuda --json "$STATE/model-servers-h200.json"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$OUT/gpu.txt"
