@@ -152,6 +152,12 @@ class ApplicationTelemetry(WindowTelemetry):
         "part of its interval inside it)"
     )
     rss_peak_bytes: int | None
+    gpu_time_share_pct: float | None = Field(
+        None,
+        description="its processes' share of the GPU's time over its active time, % (NVML's per-process "
+        "SM utilisation: the part of each sampling period in which one of its kernels ran); None "
+        "without NVML or under MPS",
+    )
 
 
 class TelemetryResult(_Strict):

@@ -26,7 +26,15 @@ from benchmarks.monitor.base import is_core_entity
 KEPT: dict[str, tuple[str, ...]] = {
     "gpm": ("sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct", "dram_bw_util_pct"),
     "dcgm": ("sm_activity_pct", "sm_occupancy_pct"),
-    "nvml": ("util_gpu_pct", "energy_j", "power_w", "mem_used_bytes", "gpu_mem_bytes"),
+    "nvml": (
+        "util_gpu_pct",
+        "energy_j",
+        "power_w",
+        "mem_used_bytes",
+        "gpu_mem_bytes",
+        "sm_util_pct",
+        "processes",
+    ),
     "rapl": ("energy_j",),
     "psutil": ("cpu_percent", "rss_bytes"),
 }
@@ -274,6 +282,7 @@ class TelemetryRecorder:
             rss = self._find("psutil", "rss_bytes", f"app:{name}")
             peak = rss[0].max() if rss else None
             summary["rss_peak_bytes"] = None if peak is None else int(peak)
+            summary["gpu_time_share_pct"] = self.gpu_time_share(name, *own) if own is not None else None
             apps[name] = summary
         return {
             "hz": self.hz,
@@ -286,6 +295,23 @@ class TelemetryRecorder:
             "serving": serving,
             "applications": apps,
         }
+
+    def gpu_time_share(self, name: str, a: float, b: float) -> float | None:
+        """Return the application's share of the GPU's time over [a, b], in %: the mean of NVML's
+        per-process SM utilisation (the part of the driver's sampling period in which a kernel of the
+        process ran; its processes summed, and summed over GPUs) over the readings in [a, b] where it
+        had a process on a GPU. A reading with processes and no utilisation sample counts as 0 (the
+        driver reports only processes that ran a kernel). None without such readings, or when no
+        reading ever had a sample (NVML does not attribute MPS clients' work)."""
+        present = self._find("nvml", "processes", f"app:{name}")
+        util = self._find("nvml", "sm_util_pct", f"app:{name}")
+        if not present or not util or not util[0].t:
+            return None
+        times = [t for t, n in zip(present[0].t, present[0].v, strict=True) if a <= t <= b and n > 0]
+        if not times:
+            return None
+        lo, hi = bisect_left(util[0].t, a), bisect_right(util[0].t, b)
+        return sum(util[0].v[lo:hi]) / len(times)
 
     def window(self, a: float | None, b: float | None, requests: int) -> dict[str, Any]:
         """Return SM activity, occupancy and energy over [a, b] (unbounded: everything), per request."""

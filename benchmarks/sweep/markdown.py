@@ -173,8 +173,8 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
     lines += [
         "",
         "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo "
-        "| quality |",
-        "|---|---|---|---|---|---|---|",
+        "| GPU time % (solo) | quality |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for scheduler, s in per.items():
         for app, a in s["apps"].items():
@@ -187,10 +187,13 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
                 f"{q} {format_quality(QualityFigure.model_validate(v))}"
                 for q, v in a.get("quality", {}).items()
             )
+            share = _num(a.get("gpu_time_share_pct"), "{:.1f}")
+            if "solo_attainment" in a:
+                share += f" ({_num(a.get('solo_gpu_time_share_pct'), '{:.1f}')})"
             lines.append(
                 f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])}"
                 f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} "
-                f"| {quality} |"
+                f"| {share} | {quality} |"
             )
     return lines
 

@@ -26,9 +26,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None) -> dict[str, Any]:
+def _app_summary(
+    runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None, gpu_shares: Sequence[float | None]
+) -> dict[str, Any]:
     """Return one application's figures over its runs: requests pooled (latencies and quality figures),
-    attainment of each run beside."""
+    attainment of each run beside; its share of the GPU's time, the mean of its runs' (``gpu_shares``)."""
     first = runs[0]
     slos = [SLO.model_validate(s) for s in first["slo"]]
     requests = [r for app in runs for r in app["requests"]]
@@ -49,9 +51,11 @@ def _app_summary(runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | No
         "latency_s": latency,
         # Pooled like the latencies (bundles written before results had quality figures get them too).
         "quality": quality_figures(requests, app_type.quality) if app_type else {},
+        "gpu_time_share_pct": _mean(gpu_shares),
     }
     if solo is not None:
         out["solo_attainment"] = solo["slo_attainment"]
+        out["solo_gpu_time_share_pct"] = solo.get("gpu_time_share_pct")
         out["slowdown_vs_solo"] = {
             m: round(v["p50"] / solo["metrics"][m]["p50"], 3)
             for m, v in latency.items()
@@ -66,8 +70,10 @@ def _run_figures(result: Mapping[str, Any], bundle: Path, solos: Mapping[str, An
     fairness against the applications' solo runs (``solos``, by node name)."""
     run = (result.get("telemetry") or {}).get("run") or {}
     span = active_span(result["applications"])
-    serving = TelemetryRecorder.load(bundle).window(*span, 1) if span else {}
+    recorder = TelemetryRecorder.load(bundle)
+    serving = recorder.window(*span, 1) if span else {}
     return {
+        "gpu_time_share": _gpu_shares(result, recorder),
         "bundle": bundle.name,
         "mean_attainment": result["mean_attainment"],
         "sm_activity": serving.get("sm_activity_mean_pct"),
@@ -80,6 +86,17 @@ def _run_figures(result: Mapping[str, Any], bundle: Path, solos: Mapping[str, An
         "makespan_s": result["makespan_s"],
         "energy_j": run.get("gpu_energy_j"),
     }
+
+
+def _gpu_shares(result: Mapping[str, Any], recorder: TelemetryRecorder) -> dict[str, float | None]:
+    """Return each application's share of the GPU's time over its active time, read back from the
+    bundle's telemetry (``TelemetryRecorder.gpu_time_share``; bundles written before results had the
+    figure have the samples)."""
+    out: dict[str, float | None] = {}
+    for app in result["applications"]:
+        own = active_span([app])
+        out[app["name"]] = recorder.gpu_time_share(app["name"], *own) if own is not None else None
+    return out
 
 
 def _scheduler_summary(
@@ -115,7 +132,9 @@ def _scheduler_summary(
     names = [a["name"] for a in runs[0][0]["applications"]]
     out["apps"] = {
         name: _app_summary(
-            [a for result, _ in runs for a in result["applications"] if a["name"] == name], solos.get(name)
+            [a for result, _ in runs for a in result["applications"] if a["name"] == name],
+            solos.get(name),
+            [r["gpu_time_share"].get(name) for r in per_run],
         )
         for name in names
     }
@@ -149,9 +168,14 @@ def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
     """Return each node's application result alone at a level, for the nodes that ran alone there."""
     out = {}
     for node in sweep.base[name]["workflows"]:
-        solo = state.result(Step(name, "solo", level, sweep.schedulers[0], node))
+        step = Step(name, "solo", level, sweep.schedulers[0], node)
+        solo = state.result(step)
         if solo and solo["applications"]:
-            out[node] = solo["applications"][0]
+            app = solo["applications"][0]
+            entry = state.get(step)
+            bundle = state.bundle_dir(entry) if entry is not None else None
+            share = _gpu_shares(solo, TelemetryRecorder.load(bundle)) if bundle is not None else {}
+            out[node] = {**app, "gpu_time_share_pct": share.get(app["name"])}
     return out
 
 

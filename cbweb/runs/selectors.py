@@ -430,6 +430,7 @@ TELEMETRY_COLUMN_SOURCES = {
     "GPU energy": ("nvml",),
     "GPU memory peak": ("nvml",),
     "CPU energy": ("rapl",),
+    "GPU time share": ("nvml",),
 }
 
 

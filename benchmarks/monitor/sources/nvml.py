@@ -23,6 +23,8 @@ from benchmarks.monitor.sources.nvml_common import Gpu, init_gpus, load_nvml
 _GIVE_UP = (3, 4, 13)
 # GPU_IS_LOST: the device fell off the bus; no later reading can succeed.
 _GPU_LOST = 15
+# NOT_FOUND from the per-process utilisation: no process ran a kernel since the timestamp asked.
+_NOT_FOUND = 6
 # Costly readings are taken at most once per interval, and once more on a run's last tick. Measured on
 # an H200 (driver 580, in a VM, docs/results/monitor-h200.md): the energy counter costs 5-6.5 ms a call
 # and per-process utilisation ~2.7 ms, against ~0.1 ms for the other readings. The energy counter
@@ -178,9 +180,23 @@ class NvmlSource(Source):
                 app_procs[node] += 1
                 app_mem[node] += int(proc.usedGpuMemory or 0)
         last = self._last_util_ts[gpu.index]
-        samples = self._read(gpu, "proc_util", n.nvmlDeviceGetProcessUtilization, h, last) or []
+
+        def utilization(handle: Any, since: int) -> Any:
+            try:
+                return n.nvmlDeviceGetProcessUtilization(handle, since)
+            except n.NVMLError as exc:
+                if getattr(exc, "value", None) == _NOT_FOUND:
+                    return []
+                raise
+
+        samples = self._read(gpu, "proc_util", utilization, h, last)
+        if samples is not None:
+            # The driver lists only the processes that ran a kernel since ``last``: the others' 0 %.
+            for node, count in app_procs.items():
+                if count:
+                    app_sm[node] += 0.0
         newest: dict[int, Any] = {}
-        for s in samples:
+        for s in samples or []:
             if s.timeStamp > last and (s.pid not in newest or s.timeStamp > newest[s.pid].timeStamp):
                 newest[s.pid] = s
         for pid, s in newest.items():

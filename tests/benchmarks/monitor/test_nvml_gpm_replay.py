@@ -82,6 +82,22 @@ def test_nvml_rows_carry_power_energy_and_the_load_processes_gpu_memory(h200_rec
     assert all(r[2 + columns.index("processes")] == 1 for r in app)
 
 
+@pytest.mark.parametrize(("error", "expected"), [(6, 0.0), (3, None)])
+def test_a_process_without_a_utilisation_sample_ran_no_kernel_unless_the_reading_failed(
+    h200_recording, error, expected
+):
+    # NOT_FOUND (6): the driver has no sample since the last one, so the application's process ran no
+    # kernel: 0 %, not a gap. NOT_SUPPORTED (3): nothing is known, and the reading is dropped.
+    calls = [
+        {"fn": c["fn"], "error": error} if c["fn"] == "nvmlDeviceGetProcessUtilization" else c
+        for c in h200_recording["calls"]
+    ]
+    rows = replay({**h200_recording, "calls": calls}, ReplayNvml(calls), **RECORDED_SCHEDULE)["nvml"]
+    column = 2 + list(NvmlSource.columns).index("sm_util_pct")
+    app = [r for r in rows if r[1] == "app:matmul"]
+    assert app[0][column] == expected and app[0][column + 1] == 1
+
+
 def test_the_costly_energy_counter_is_read_once_per_energy_interval(h200_recording):
     nvml = ReplayNvml(h200_recording["calls"])
     rows = replay(h200_recording, nvml, energy_interval_s=0.25)["nvml"]

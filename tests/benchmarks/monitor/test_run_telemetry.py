@@ -146,6 +146,23 @@ def test_window_summaries_use_counter_differences_and_the_best_sm_activity_sourc
     assert run["gpu_memory_peak_bytes"] == 2**30
 
 
+def test_an_applications_gpu_time_share_is_its_own_utilisation_over_the_readings_while_it_had_a_process():
+    recorder = TelemetryRecorder(20)
+    columns = ["t", "entity", "gpu_mem_bytes", "sm_util_pct", "processes"]
+    # Readings every 2 s. "gen" ran kernels 40 % of the period read at 6 s and none at 8 s (no sample:
+    # 0 %); "mps" had its process all along and never a sample (an MPS client): unknown, not 0.
+    rows = [[6.0, "app:gen", 1, 40.0, 1], [8.0, "app:gen", 1, None, 1], [10.0, "app:gen", 1, 90.0, 1]]
+    rows += [[t, "app:mps", 1, None, 1] for t in (6.0, 8.0)]
+    recorder.add_batch("nvml", columns, rows)
+    requests = [{"status": "ok", "warmup": False, "start": 5.5, "end": 8.5}]
+    out = recorder.result(
+        [{"name": "gen", "requests": requests}, {"name": "mps", "requests": requests}], 10.0
+    )
+    assert out["applications"]["gen"]["gpu_time_share_pct"] == pytest.approx(20.0)
+    assert out["applications"]["mps"]["gpu_time_share_pct"] is None
+    assert recorder.gpu_time_share("gen", 0.0, 5.0) is None  # no reading in the window
+
+
 def test_series_delta_is_none_outside_the_samples_and_mean_is_none_without_samples():
     s = Series()
     for t, v in ((1.0, 10.0), (2.0, 20.0), (3.0, 40.0)):
