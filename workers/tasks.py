@@ -41,4 +41,4 @@ def execute_run(self: Any, run_id: int) -> str:
 
 def run_send(*, run_id: int, queue: str) -> None:
     """Send a queued run to the broker on ``queue`` (the id is the whole message); raises if it is down."""
-    execute_run.apply_async(args=[run_id], queue=queue)
+    execute_run.apply_async(args=(run_id,), queue=queue)

@@ -28,7 +28,11 @@ class ErrorSerializer(serializers.Serializer):
     """The body of every API error (the OpenAPI component ``Error``)."""
 
     message = serializers.CharField(help_text="what went wrong, in one sentence")
-    errors = ErrorItemSerializer(many=True, help_text="one entry per problem (may be empty)")
+    # DRF's metaclass takes declared fields off the class: this does not hide Serializer.errors,
+    # but the stubs cannot say so.
+    errors = ErrorItemSerializer(  # type: ignore[assignment]
+        many=True, help_text="one entry per problem (may be empty)"
+    )
 
 
 def _flatten(detail: Any, field: str | None = None) -> list[dict[str, Any]]:

@@ -80,9 +80,9 @@ class ApiSchema(AutoSchema):
         for code in sorted(self._error_codes()):
             if str(code) not in bodies:
                 bodies[str(code)] = self._get_response_for_code(ErrorSerializer, str(code))
-        for code, body in bodies.items():
-            if code.isdigit() and int(code) in DESCRIPTIONS and not body.get("description"):
-                body["description"] = DESCRIPTIONS[int(code)]
+        for key, body in bodies.items():
+            if key.isdigit() and int(key) in DESCRIPTIONS and not body.get("description"):
+                body["description"] = DESCRIPTIONS[int(key)]
         if "429" in bodies:
             bodies["429"]["headers"] = {
                 "Retry-After": {

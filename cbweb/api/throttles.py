@@ -40,6 +40,9 @@ class FailureThrottle(SimpleRateThrottle):
     """Count failures (wrong tokens, wrong passwords) of one client; refuse while over the rate."""
 
     setting = ""
+    # Set by SimpleRateThrottle.__init__ from get_rate(), which always gives a rate here.
+    num_requests: int
+    duration: int
 
     def __init__(self, *, scope: str, setting: str, request: Any, extra: str = "") -> None:
         self.scope = scope

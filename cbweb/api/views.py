@@ -60,7 +60,7 @@ class ListApi(APIView):
 
     def page(self, request: Request, items: Any, render: Any) -> Response:
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(items, request, view=self)
+        page: list[Any] | None = paginator.paginate_queryset(items, request, view=self)
         return paginator.get_paginated_response([render(item) for item in page or []])
 
 
@@ -113,7 +113,7 @@ def _filters(filters: type[serializers.Serializer], request: Request, data: Any 
     DRF reads an empty ``?name=`` as "not given"; the schema (and the client) mean it as a value, so
     it is refused like any other bad value.
     """
-    empty = [name for name in filters().fields if "" in request.query_params.getlist(name)]
+    empty = [name for name in filters().get_fields() if "" in request.query_params.getlist(name)]
     if empty:
         raise serializers.ValidationError({name: "must not be empty" for name in empty})
     params = filters(data=request.query_params if data is None else data)
@@ -514,7 +514,8 @@ class RunResultApi(APIView):
 
 class RunTelemetryApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        source = serializers.CharField(required=False, max_length=50)
+        # Not Field.source: DRF's metaclass takes declared fields off the class (the stubs cannot say so).
+        source = serializers.CharField(required=False, max_length=50)  # type: ignore[assignment]
         metric = serializers.ListField(
             child=serializers.CharField(max_length=100), required=False, help_text="repeat to ask for several"
         )

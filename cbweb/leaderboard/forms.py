@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -12,15 +12,19 @@ from cbweb.platforms.models import Platform
 from cbweb.workflows.models import Workflow
 
 
-def _workflow_label(w: Any) -> str:
-    return f"{w.name} (#{w.pk}, {w.owner.username}, {w.succeeded} run{'s' if w.succeeded != 1 else ''})"
+class WorkflowChoiceField(forms.ModelChoiceField):
+    """A workflow of ``leaderboard_workflows()``, labelled with its owner and its succeeded runs."""
+
+    def label_from_instance(self, obj: Any) -> str:
+        runs = f"{obj.succeeded} run{'s' if obj.succeeded != 1 else ''}"
+        return f"{obj.name} (#{obj.pk}, {obj.owner.username}, {runs})"
 
 
 NO_SUCH_WORKFLOW = {"invalid_choice": "no workflow with a succeeded run has this id"}
 
 
 class LeaderboardForm(forms.Form):
-    workflow = forms.ModelChoiceField(
+    workflow = WorkflowChoiceField(
         queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
     )
     version = forms.IntegerField(
@@ -34,9 +38,7 @@ class LeaderboardForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["workflow"]
-        field.queryset = leaderboard_workflows()
-        field.label_from_instance = _workflow_label
+        cast(WorkflowChoiceField, self.fields["workflow"]).queryset = leaderboard_workflows()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -47,7 +49,7 @@ class LeaderboardForm(forms.Form):
 
 
 class PlatformCompareForm(forms.Form):
-    workflow = forms.ModelChoiceField(
+    workflow = WorkflowChoiceField(
         queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
     )
     platforms = forms.ModelMultipleChoiceField(
@@ -59,9 +61,7 @@ class PlatformCompareForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["workflow"]
-        field.queryset = leaderboard_workflows()
-        field.label_from_instance = _workflow_label
+        cast(WorkflowChoiceField, self.fields["workflow"]).queryset = leaderboard_workflows()
 
     def clean_platforms(self) -> Any:
         platforms = self.cleaned_data["platforms"]

@@ -8,13 +8,16 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q, QuerySet
 
 from benchmarks import metrics
 from cbweb.runs.models import ApplicationResult, Run
 from cbweb.workflows.models import Workflow
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # What a configuration shows, each a mean over its runs of one figure of the run's summary
 # (docs/metrics.md): name -> (how to read it from a summary, the figure's range for clipping its CI).
@@ -64,7 +67,11 @@ def figures_of(runs: Sequence[Run]) -> dict[str, dict[str, Any] | None]:
     return {name: _estimate_out(e) for name, e in _estimates(runs).items()}
 
 
-def leaderboard_workflows() -> QuerySet[Workflow]:
+class _Succeeded(TypedDict):
+    succeeded: int
+
+
+def leaderboard_workflows() -> QuerySet[WithAnnotations[Workflow, _Succeeded]]:
     """Return the workflows with at least one succeeded run, with their run count, by name."""
     return (
         Workflow.objects.annotate(
@@ -201,7 +208,7 @@ def platform_comparison(
     ):
         apps[app.run_id].append(app)
     rows: set[tuple[str, str]] = set()
-    order = {pk: i for i, pk in enumerate(platforms)}
+    order: dict[int | None, int] = {pk: i for i, pk in enumerate(platforms)}
     columns = []
     for (platform_id, label), group in sorted(
         groups.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])

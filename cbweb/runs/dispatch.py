@@ -20,6 +20,7 @@ two processes never execute the same run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -70,7 +71,7 @@ def run_launch(
     )
     for run in runs:
         # Enqueue only once the rows are visible to the worker; the request never waits for a run.
-        transaction.on_commit(lambda run_id=run.pk: run_enqueue(run_id))
+        transaction.on_commit(functools.partial(run_enqueue, run.pk))
     return runs
 
 

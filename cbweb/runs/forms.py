@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -17,8 +17,15 @@ from cbweb.workflows.forms import chosen_scheduler_params, param_field_name, sch
 from cbweb.workflows.models import Workflow, WorkflowVersion
 
 
+class VersionChoiceField(forms.ModelChoiceField):
+    """A version of the workflow being launched, labelled with its number and creation time."""
+
+    def label_from_instance(self, obj: WorkflowVersion) -> str:
+        return f"v{obj.number} ({obj.created_at:%Y-%m-%d %H:%M})"
+
+
 class RunLaunchForm(forms.Form):
-    version = forms.ModelChoiceField(
+    version = VersionChoiceField(
         queryset=WorkflowVersion.objects.none(), empty_label=None, label="Workflow version"
     )
     platform = forms.ModelChoiceField(queryset=Platform.objects.none(), required=False)
@@ -52,13 +59,12 @@ class RunLaunchForm(forms.Form):
 
     def __init__(self, *args: Any, workflow: Workflow, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["version"].queryset = workflow.versions.order_by("-number")
-        self.fields["version"].label_from_instance = lambda v: f"v{v.number} ({v.created_at:%Y-%m-%d %H:%M})"
+        cast(VersionChoiceField, self.fields["version"]).queryset = workflow.versions.order_by("-number")
         self._offer_live_platforms()
         self.scheduler_support = self._scheduler_support()
         # Every scheduler is a choice; the page's script hides those the chosen platform cannot run
         # and run_create refuses them with the reason.
-        self.fields["scheduler"].choices = [
+        cast(forms.ChoiceField, self.fields["scheduler"]).choices = [
             (name, f"{name}: {cls.description}") for name, cls in SCHEDULERS.items()
         ]
         self.fields.update(scheduler_param_fields())
@@ -106,22 +112,25 @@ class RunLaunchForm(forms.Form):
         """Return the schedulers each offered platform can run, by platform id ("" for the empty
         choice: this machine under the local executor, any worker otherwise); the page's script
         offers only those of the chosen platform, and run_create refuses the others."""
-        support = {str(p.pk): runnable_schedulers(platform=p)[0] for p in self.fields["platform"].queryset}
+        platforms = cast(forms.ModelChoiceField, self.fields["platform"]).queryset
+        assert platforms is not None  # the field is declared with one
+        support = {str(p.pk): runnable_schedulers(platform=p)[0] for p in platforms}
         support[""] = runnable_schedulers(platform=None)[0]
         return support
 
     def _offer_live_platforms(self) -> None:
         """Offer only platforms with a live worker; say so when there is none (or no broker at all)."""
-        field = self.fields["platform"]
+        field = cast(forms.ModelChoiceField, self.fields["platform"])
         if settings.CB_RUN_EXECUTOR == "local":
             field.empty_label = "this machine (no broker configured: the web server executes runs)"
             field.help_text = (
                 "Set CELERY_BROKER_URL and start `consumerbench worker` to run on other machines."
             )
             return
-        field.queryset = platform_live()
+        live = platform_live()
+        field.queryset = live
         field.empty_label = "any live worker"
-        if not field.queryset.exists():
+        if not live.exists():
             field.empty_label = "any worker (none is live now)"
             field.help_text = (
                 "No worker is live: the run waits in the queue until one starts "

@@ -213,7 +213,7 @@ def run_latency_series(*, run: Run, points: int = CHART_POINTS) -> list[dict[str
 
 def run_gantt(*, run: Run) -> list[dict[str, Any]]:
     """Return one bar per DAG node: start, load end, end (seconds since run start), status, reason."""
-    out = []
+    out: list[dict[str, Any]] = []
     for node in run_nodes(run=run):
         if node.started_at is None:
             out.append(
@@ -267,9 +267,10 @@ def run_telemetry(
         qs = qs.filter(t_end__gte=t_min)
     if t_max is not None:
         qs = qs.filter(t_start__lte=t_max)
-    grouped: dict[tuple[str, str], list[tuple[bytes, bytes]]] = defaultdict(list)
-    for src, metric, t, v in qs.order_by("source", "metric", "seq").values_list("source", "metric", "t", "v"):
-        grouped[(src, metric)].append((t, v))
+    grouped: dict[tuple[str, str], list[tuple[bytes | memoryview, bytes | memoryview]]] = defaultdict(list)
+    rows = qs.order_by("source", "metric", "seq").values_list("source", "metric", "t", "v")
+    for src, metric, t_blob, v_blob in rows:
+        grouped[(src, metric)].append((t_blob, v_blob))
     out = []
     for (src, metric), chunks in grouped.items():
         t = np.concatenate([decode(c[0]) for c in chunks])
@@ -820,7 +821,7 @@ def run_history(*, workflow_id: int, order: str = "time") -> dict[str, Any]:
         key = (run.commit or f"v{run.version_number}") if order == "commit" else str(run.batch)
         groups.setdefault(key, []).append(run)
     applications: dict[str, dict[str, Any]] = {}
-    points = []
+    points: list[dict[str, Any]] = []
     for key, members in groups.items():
         per_app: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for run in members:

@@ -24,7 +24,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from benchmarks.platform import gpus
-from benchmarks.progress import initial_progress
+from benchmarks.progress import ProgressState, initial_progress
 from benchmarks.results import ResultDocument, headline
 from benchmarks.runmeta import MetaError, RunMeta, check_meta
 from benchmarks.runner.checks import memory_problems
@@ -285,7 +285,7 @@ def run_set_platform(*, run_id: int, platform: Platform) -> None:
     Run.objects.filter(pk=run_id).update(platform=platform)
 
 
-def run_progress(*, run_id: int, progress: dict[str, Any]) -> None:
+def run_progress(*, run_id: int, progress: ProgressState) -> None:
     """Store the live progress of a running run and refresh its heartbeat."""
     Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(progress=progress, heartbeat_at=Now())
 

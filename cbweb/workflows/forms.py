@@ -14,7 +14,7 @@ import dataclasses
 import re
 import types
 from collections.abc import Mapping
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 import yaml
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
@@ -461,5 +461,5 @@ class VersionDiffForm(forms.Form):
     def __init__(self, *args: Any, numbers: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         choices = [(n, f"v{n}") for n in numbers]
-        self.fields["old"].choices = choices
-        self.fields["new"].choices = choices
+        cast(forms.TypedChoiceField, self.fields["old"]).choices = choices
+        cast(forms.TypedChoiceField, self.fields["new"]).choices = choices

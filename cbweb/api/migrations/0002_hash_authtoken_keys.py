@@ -8,13 +8,15 @@ import datetime
 import hashlib
 
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 OLD_TABLE = "authtoken_token"
 
 
-def hash_old_keys(apps, schema_editor):
+def hash_old_keys(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     connection = schema_editor.connection
     if OLD_TABLE not in connection.introspection.table_names():
         return

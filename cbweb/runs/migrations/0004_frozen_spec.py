@@ -6,9 +6,11 @@ results and its spec.
 
 import django.db.models.deletion
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def copy_from_versions(apps, schema_editor):
+def copy_from_versions(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     Run = apps.get_model("runs", "Run")
     for run in Run.objects.select_related("workflow_version__workflow").iterator(chunk_size=500):
         version = run.workflow_version

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from cbweb.platforms.models import Platform
 from cbweb.runs.forms import RunLaunchForm
+from cbweb.workflows.services import workflow_update
 
 
 def _platform(name: str, seen_s_ago: float | None) -> Platform:
@@ -47,3 +48,14 @@ def test_without_a_broker_the_run_executes_on_this_machine(
     field = RunLaunchForm(workflow=make_workflow(alice)).fields["platform"]
     assert not field.queryset.exists()
     assert field.empty_label.startswith("this machine")
+
+
+def test_the_versions_are_offered_newest_first_with_their_creation_time(
+    alice: Any, make_workflow: Any
+) -> None:
+    workflow = make_workflow(alice)
+    workflow_update(workflow=workflow, user=alice, yaml_text="only:\n  type: Sleep\n  sleep_time: 0.2\n")
+    for number, day in ((1, 3), (2, 4)):
+        workflow.versions.filter(number=number).update(created_at=datetime(2026, 12, day, 9, 30, tzinfo=UTC))
+    field = RunLaunchForm(workflow=workflow).fields["version"]
+    assert [label for _, label in field.choices] == ["v2 (2026-12-04 09:30)", "v1 (2026-12-03 09:30)"]
