@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -143,6 +144,17 @@ def test_engine_errors_are_shown_next_to_the_field_they_concern(browser: Client)
     # Cards sharing a unit show its errors on each of them.
     assert "malformed SLO expression" in cards[2].errors["slo"][0]
     assert not Workflow.objects.exists()
+
+
+def test_saving_a_new_workflow_under_a_name_in_use_says_so_on_the_name_field(browser: Client) -> None:
+    meta, formset = editor_for(MIXED)
+    assert browser.post("/workflows/new/", post_data(meta, formset)).status_code == 302
+    again = browser.post("/workflows/new/", post_data(meta, formset))
+    assert again.status_code == 400
+    [message] = again.context["meta"].errors["name"]
+    existing = Workflow.objects.get()
+    assert message.startswith(f"you already have a workflow named '{existing.name}' (#{existing.pk})")
+    assert Workflow.objects.count() == 1
 
 
 def test_cards_sharing_a_unit_must_agree_on_its_settings(browser: Client) -> None:
@@ -335,3 +347,16 @@ def test_imagegen_attention_params_of_another_choice_are_shown_at_their_field(br
     errors = response.context["formset"].forms[0].errors["opt_ImageGen_attention_params"]
     assert "only attention: cbkernels takes parameters (this unit has attention: math)" in errors[0]
     assert not Workflow.objects.exists()
+
+
+def test_restoring_a_workflow_whose_name_is_taken_again_says_why_on_its_page(
+    browser: Client, alice: Any, make_workflow: Any
+) -> None:
+    old = make_workflow(alice, name="nightly")
+    assert browser.post(f"/workflows/{old.pk}/archive/", {"archived": "1"}).status_code == 302
+    new = make_workflow(alice, name="nightly")
+    page = browser.post(f"/workflows/{old.pk}/archive/", {"archived": "0"}, follow=True)
+    assert page.status_code == 200
+    text = html.unescape(page.content.decode())
+    assert f"not restored: you already have a workflow named 'nightly' (#{new.pk})" in text
+    assert Workflow.objects.get(pk=old.pk).archived
