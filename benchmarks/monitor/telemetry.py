@@ -300,9 +300,9 @@ class TelemetryRecorder:
         """Return the application's share of the GPU's time over [a, b], in %: the mean of NVML's
         per-process SM utilisation (the part of the driver's sampling period in which a kernel of the
         process ran; its processes summed, and summed over GPUs) over the readings in [a, b] where it
-        had a process on a GPU. A reading with processes and no utilisation sample counts as 0 (the
-        driver reports only processes that ran a kernel). None without such readings, or when no
-        reading ever had a sample (NVML does not attribute MPS clients' work)."""
+        had a process on a GPU. A reading with processes and no utilisation value counts as 0 (the
+        source writes 0 where the driver listed the others and not it). None without such readings,
+        or when NVML never attributed a kernel to it (an MPS client: its work is the MPS server's)."""
         present = self._find("nvml", "processes", f"app:{name}")
         util = self._find("nvml", "sm_util_pct", f"app:{name}")
         if not present or not util or not util[0].t:
@@ -310,8 +310,8 @@ class TelemetryRecorder:
         times = [t for t, n in zip(present[0].t, present[0].v, strict=True) if a <= t <= b and n > 0]
         if not times:
             return None
-        lo, hi = bisect_left(util[0].t, a), bisect_right(util[0].t, b)
-        return sum(util[0].v[lo:hi]) / len(times)
+        value = dict(zip(util[0].t, util[0].v, strict=True))
+        return sum(value.get(t, 0.0) for t in times) / len(times)
 
     def window(self, a: float | None, b: float | None, requests: int) -> dict[str, Any]:
         """Return SM activity, occupancy and energy over [a, b] (unbounded: everything), per request."""

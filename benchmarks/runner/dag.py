@@ -99,6 +99,17 @@ def run_workflow(
     return run.execute(repeat_index)
 
 
+def node_env(scheduler_env: Mapping[str, str], device: str) -> dict[str, str]:
+    """Return the environment a node's process adds: its scheduler's, and for a node on the CPU no
+    visible GPU (``CUDA_VISIBLE_DEVICES`` empty), so that nothing it loads uses one behind the
+    scheduler's back (llama.cpp's CUDA build runs large prompt batches on the GPU even with no layer
+    offloaded)."""
+    env = dict(scheduler_env)
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
 class _Run:
     def __init__(
         self,
@@ -331,7 +342,7 @@ class _Run:
         # (an Event's is_set takes a lock across processes), and only the runner writes it.
         state.stop_flag = self.ctx.RawValue(ctypes.c_bool, False)
         state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
-        env = self.scheduler.env_for(plan)
+        env = node_env(self.scheduler.env_for(plan), state.device)
         gate = self.scheduler.gate_for(plan)
         out_dir = str(bundle_path(self.artifacts, state.name))
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed

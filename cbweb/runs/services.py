@@ -104,24 +104,26 @@ def runnable_schedulers(*, platform: Platform | None) -> tuple[list[str], str]:
 
 def launch_memory_problems(*, workflow: spec_model.Workflow, platform: Platform | None) -> list[str]:
     """Return the run's memory check (``benchmarks.runner.checks.memory_problems``: random models on the
-    CPU that cannot fit) made at launch, where the machine is known: the chosen platform's memory in
-    all (from its fingerprint), or this machine's available memory under the local executor. Empty for
-    "any worker", and for a platform whose fingerprint cannot tell (no memory recorded, or macOS,
-    whose Metal GPU the fingerprint does not list); the run's own preflight checks again."""
+    CPU that cannot fit) made at launch, where the machine is known: against the memory it has in all,
+    the chosen platform's (from its fingerprint) or, under the local executor, this machine's. In all,
+    not available now: a run ahead of this one in the queue holds memory it gives back before this
+    one starts, and the run's own preflight checks what is available then. Empty for "any worker",
+    and for a platform whose fingerprint cannot tell (no memory recorded, or macOS, whose Metal GPU
+    the fingerprint does not list)."""
     if platform is not None:
         ram = platform.info.get("ram_bytes")
         if not isinstance(ram, int) or str(platform.info.get("os", "")).startswith("Darwin"):
             return []
-        return memory_problems(
-            workflow,
-            ram,
-            gpu=bool(platform.info.get("gpus")),
-            machine=f"platform '{platform.name}' has {ram / 1e9:.1f} GB of memory in all",
-            alone_too=True,
-        )
-    if settings.CB_RUN_EXECUTOR == "local":
-        return memory_problems(workflow, alone_too=True)
-    return []
+        gpu, machine = bool(platform.info.get("gpus")), f"platform '{platform.name}'"
+    elif settings.CB_RUN_EXECUTOR == "local":
+        import psutil
+
+        ram, gpu, machine = int(psutil.virtual_memory().total), None, "this machine"
+    else:
+        return []
+    return memory_problems(
+        workflow, ram, gpu=gpu, machine=f"{machine} has {ram / 1e9:.1f} GB of memory in all", alone_too=True
+    )
 
 
 @transaction.atomic

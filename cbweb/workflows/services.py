@@ -37,13 +37,21 @@ class WorkflowNameTaken(spec_model.WorkflowValidationError):
         )
 
 
-def _claim_name(*, owner: Any, name: str, workflow: Workflow | None = None) -> None:
+def _claim_name(*, owner: Any, name: str, workflow: Workflow | None = None, restoring: bool = False) -> None:
     """Raise WorkflowNameTaken when another active workflow of ``owner`` is named ``name``.
 
     The owner's row is locked first, so writes of one owner take turns: two first saves of one name
-    at the same moment cannot both find the name free (the partial unique index is the last guard).
+    at the same moment cannot both find the name free, nor a rename and a restore (the partial unique
+    index is the last guard). ``workflow`` (renamed, or ``restoring``) is read again under the lock:
+    while it stays archived it holds no name, and may take any.
     """
     get_user_model().objects.select_for_update().only("pk").get(pk=owner.pk)
+    if (
+        workflow is not None
+        and not restoring
+        and Workflow.objects.filter(pk=workflow.pk, archived=True).exists()
+    ):
+        return
     others = Workflow.objects.filter(owner=owner, name=name, archived=False)
     if workflow is not None:
         others = others.exclude(pk=workflow.pk)
@@ -208,7 +216,7 @@ def workflow_update(
     check_can_edit(user, workflow, f"workflow '{workflow.name}'")
     new_name = (name or workflow.name).strip()
     parsed = workflow_parse(name=new_name, yaml_text=yaml_text, spec=spec)
-    if not workflow.archived and parsed.name != workflow.name:
+    if parsed.name != workflow.name:
         _claim_name(owner=workflow.owner, name=parsed.name, workflow=workflow)
     workflow.name = parsed.name
     workflow.description = parsed.description if description is None else description
@@ -234,7 +242,7 @@ def workflow_archive(*, workflow: Workflow, user: Any, archived: bool = True) ->
     owner has since made another active workflow of its name (rename one of them first)."""
     check_can_edit(user, workflow, f"workflow '{workflow.name}'")
     if workflow.archived and not archived:
-        _claim_name(owner=workflow.owner, name=workflow.name, workflow=workflow)
+        _claim_name(owner=workflow.owner, name=workflow.name, workflow=workflow, restoring=True)
     workflow.archived = archived
     workflow.save(update_fields=["archived", "updated_at"])
     return workflow

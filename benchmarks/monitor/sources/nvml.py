@@ -68,6 +68,8 @@ class NvmlSource(Source):
         self.gpus: list[Gpu] = []
         self._dropped: set[tuple[int, str]] = set()
         self._last_util_ts: dict[int, int] = {}
+        # Applications NVML has attributed a kernel to (its utilisation samples named their process).
+        self._attributed: set[str] = set()
         self._attributed_at = float("-inf")
         self._energy_at = float("-inf")
 
@@ -192,8 +194,10 @@ class NvmlSource(Source):
         samples = self._read(gpu, "proc_util", utilization, h, last)
         if samples is not None:
             # The driver lists only the processes that ran a kernel since ``last``: the others' 0 %.
+            # Only for an application NVML has attributed a kernel to before: an MPS client never gets
+            # one (its work is the MPS server's), and its share stays unknown, not 0.
             for node, count in app_procs.items():
-                if count:
+                if count and node in self._attributed:
                     app_sm[node] += 0.0
         newest: dict[int, Any] = {}
         for s in samples or []:
@@ -203,5 +207,6 @@ class NvmlSource(Source):
             node = apps.node_of(int(pid))
             if node is not None:
                 app_sm[node] += float(s.smUtil)
+                self._attributed.add(node)
         if newest:
             self._last_util_ts[gpu.index] = max(s.timeStamp for s in newest.values())

@@ -11,18 +11,21 @@ from django.db import migrations, models
 def rename_duplicates(apps: Any, schema_editor: Any) -> None:
     Workflow = apps.get_model("workflows", "Workflow")
     limit = Workflow._meta.get_field("name").max_length
-    seen: set[tuple[int, str]] = set()
-    for pk, owner_id, name in (
-        Workflow.objects.filter(archived=False)
-        .order_by("-updated_at", "-id")
-        .values_list("pk", "owner_id", "name")
-    ):
-        if (owner_id, name) in seen:
-            suffix = f" (#{pk})"
-            # .update leaves updated_at as it was.
-            Workflow.objects.filter(pk=pk).update(name=name[: limit - len(suffix)] + suffix)
-        else:
-            seen.add((owner_id, name))
+    active = Workflow.objects.filter(archived=False)
+    # Every active name, so that a new name never takes one in use ("x (#5)" may exist already).
+    taken: set[tuple[int, str]] = set(active.values_list("owner_id", "name"))
+    kept: set[tuple[int, str]] = set()
+    for pk, owner_id, name in active.order_by("-updated_at", "-id").values_list("pk", "owner_id", "name"):
+        if (owner_id, name) not in kept:
+            kept.add((owner_id, name))
+            continue
+        n, suffix = 1, f" (#{pk})"
+        while (owner_id, new := name[: limit - len(suffix)] + suffix) in taken:
+            n += 1
+            suffix = f" (#{pk}-{n})"
+        taken.add((owner_id, new))
+        # .update leaves updated_at as it was.
+        Workflow.objects.filter(pk=pk).update(name=new)
 
 
 class Migration(migrations.Migration):

@@ -86,16 +86,31 @@ def test_nvml_rows_carry_power_energy_and_the_load_processes_gpu_memory(h200_rec
 def test_a_process_without_a_utilisation_sample_ran_no_kernel_unless_the_reading_failed(
     h200_recording, error, expected
 ):
-    # NOT_FOUND (6): the driver has no sample since the last one, so the application's process ran no
-    # kernel: 0 %, not a gap. NOT_SUPPORTED (3): nothing is known, and the reading is dropped.
+    # After a first sample of the application: NOT_FOUND (6) says the driver has none since, so its
+    # process ran no kernel: 0 %, not a gap. NOT_SUPPORTED (3): nothing is known, and the reading is
+    # dropped.
+    utilisation = [c for c in h200_recording["calls"] if c["fn"] == "nvmlDeviceGetProcessUtilization"]
+    second = utilisation[1]
+    calls = [{"fn": c["fn"], "error": error} if c is second else c for c in h200_recording["calls"]]
+    rows = replay({**h200_recording, "calls": calls}, ReplayNvml(calls), **RECORDED_SCHEDULE)["nvml"]
+    column = 2 + list(NvmlSource.columns).index("sm_util_pct")
+    app = [r for r in rows if r[1] == "app:matmul"]
+    assert [r[column] for r in app] == [91.0, expected] and app[1][column + 1] == 1
+
+
+def test_an_application_nvml_never_attributed_a_kernel_to_has_no_utilisation_an_mps_client(h200_recording):
+    # Under MPS the driver's samples name the MPS server's process, never the client's: the
+    # application's share is unknown, not 0.
     calls = [
-        {"fn": c["fn"], "error": error} if c["fn"] == "nvmlDeviceGetProcessUtilization" else c
+        {**c, "result": [{**s, "pid": 1} for s in c["result"]]}
+        if c["fn"] == "nvmlDeviceGetProcessUtilization"
+        else c
         for c in h200_recording["calls"]
     ]
     rows = replay({**h200_recording, "calls": calls}, ReplayNvml(calls), **RECORDED_SCHEDULE)["nvml"]
     column = 2 + list(NvmlSource.columns).index("sm_util_pct")
     app = [r for r in rows if r[1] == "app:matmul"]
-    assert app[0][column] == expected and app[0][column + 1] == 1
+    assert app and all(r[column] is None and r[column + 1] == 1 for r in app)
 
 
 def test_the_costly_energy_counter_is_read_once_per_energy_interval(h200_recording):

@@ -151,7 +151,9 @@ def test_an_applications_gpu_time_share_is_its_own_utilisation_over_the_readings
     columns = ["t", "entity", "gpu_mem_bytes", "sm_util_pct", "processes"]
     # Readings every 2 s. "gen" ran kernels 40 % of the period read at 6 s and none at 8 s (no sample:
     # 0 %); "mps" had its process all along and never a sample (an MPS client): unknown, not 0.
-    rows = [[6.0, "app:gen", 1, 40.0, 1], [8.0, "app:gen", 1, None, 1], [10.0, "app:gen", 1, 90.0, 1]]
+    # A reading at 7 s found no process of it (listed after it exited, say): it counts for nothing.
+    rows = [[6.0, "app:gen", 1, 40.0, 1], [7.0, "app:gen", 0, 50.0, 0], [8.0, "app:gen", 1, None, 1]]
+    rows += [[10.0, "app:gen", 1, 90.0, 1]]
     rows += [[t, "app:mps", 1, None, 1] for t in (6.0, 8.0)]
     recorder.add_batch("nvml", columns, rows)
     requests = [{"status": "ok", "warmup": False, "start": 5.5, "end": 8.5}]

@@ -544,3 +544,11 @@ def test_each_node_records_the_accelerator_it_really_used_and_the_summary_shows_
     )
     assert app(result, "t").loaded["accelerator"] == "cpu"
     assert summary_table(result).splitlines()[-1] == "ran on: t: cpu"
+
+
+def test_a_node_on_the_cpu_sees_no_gpu_and_keeps_its_schedulers_environment():
+    from benchmarks.runner.dag import node_env
+
+    mps = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}
+    assert node_env(mps, "cpu") == {**mps, "CUDA_VISIBLE_DEVICES": ""}
+    assert node_env(mps, "gpu") == mps

@@ -29,9 +29,14 @@ def test_active_workflows_sharing_a_name_keep_the_newest_under_it_and_the_others
         ("bobs", bob, "nightly", False, 5),
         ("long", alice, "x" * 200, False, 2),
         ("long-newest", alice, "x" * 200, False, 1),
+        ("weekly", alice, "weekly", False, 1),
+        ("weekly-older", alice, "weekly", False, 2),
     ]:
         made[key] = old.objects.create(owner_id=owner.pk, name=name, archived=archived).pk
         old.objects.filter(pk=made[key]).update(updated_at=day - datetime.timedelta(days=age))
+
+    # An active workflow already has the name the older "weekly" would get.
+    made["taken"] = old.objects.create(owner_id=alice.pk, name=f"weekly (#{made['weekly-older']})").pk
 
     executor = MigrationExecutor(connection)
     executor.migrate(latest)
@@ -43,5 +48,7 @@ def test_active_workflows_sharing_a_name_keep_the_newest_under_it_and_the_others
     assert names["old"] == f"nightly (#{made['old']})" and names["middle"] == f"nightly (#{made['middle']})"
     assert names["long-newest"] == "x" * 200
     assert names["long"].endswith(f" (#{made['long']})") and len(names["long"]) == 200
+    assert names["taken"] == f"weekly (#{made['weekly-older']})"
+    assert names["weekly-older"] == f"weekly (#{made['weekly-older']}-2)"
     # Nothing else changed: the renamed rows keep their dates.
     assert Workflow.objects.get(pk=made["old"]).updated_at == day - datetime.timedelta(days=3)
