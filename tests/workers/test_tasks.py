@@ -50,6 +50,6 @@ def test_dispatch_puts_the_execute_task_for_the_run_on_the_queue_the_web_side_ch
     messages = [json.loads(m) for m in client.lrange(GPU_QUEUE, 0, -1)]
     client.flushdb()
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages] == [
-        ("workers.execute_run", f"[{run.pk}]")
+        ("workers.execute_run", f"({run.pk},)")
     ]
     assert Run.objects.get(pk=run.pk).status == "queued"
