@@ -155,6 +155,13 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
         default=monitor.DEFAULT_HZ,
         help=f"system monitor samples per second, at most {monitor.MAX_HZ:g} (0: off)",
     )
+    run.add_argument(
+        "--kernel-trace",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="record every GPU kernel this node runs while it serves (repeatable; docs/monitor.md)",
+    )
     run.add_argument("--restrict-files", action="store_true", help=RESTRICT_HELP)
     run.add_argument(*WEIGHTS_ARGS, **WEIGHTS_OPTIONS)
     run.set_defaults(func=cmd_run)
@@ -540,6 +547,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not 0 <= args.monitor_hz <= monitor.MAX_HZ:
         print(f"--monitor-hz must be between 0 (off) and {monitor.MAX_HZ:g}", file=sys.stderr)
         return EXIT_USAGE
+    unknown = [n for n in args.kernel_trace if n not in workflow.nodes]
+    if unknown:
+        print(
+            f"--kernel-trace: no node named {', '.join(map(repr, unknown))} in the workflow", file=sys.stderr
+        )
+        return EXIT_USAGE
     out = args.out or default_out_dir(workflow.name)
     refusal = _out_refusal(out, args.overwrite)
     if refusal:
@@ -574,6 +587,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     repeat_index=i,
                     monitor_hz=args.monitor_hz or None,
                     files=files,
+                    kernel_trace=args.kernel_trace,
                 )
             except (PreflightError, SchedulerError) as exc:
                 print(f"error: {exc}", file=sys.stderr)

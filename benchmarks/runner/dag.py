@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import multiprocessing as mp
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from benchmarks import clock
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
+from benchmarks.monitor.kernels import TRACE_FILE, KernelTraceSpec
 from benchmarks.monitor.run import RunMonitor
 from benchmarks.results import ResultDocument
 from benchmarks.runner.checks import PreflightError, preflight, resolve_device
@@ -63,6 +64,7 @@ def run_workflow(
     monitor_sources: Sequence[str] | None = None,
     files: FilePolicy = UNRESTRICTED,
     scheduler_params: Mapping[str, Any] | None = None,
+    kernel_trace: Collection[str] = (),
 ) -> ResultDocument:
     """Run a workflow on this machine and return its result document (docs/result-format.md).
 
@@ -76,9 +78,18 @@ def run_workflow(
     with a name, the scheduler's parameters are the workflow's own (``scheduler: {name: credit, ...}``,
     when it names the same scheduler) overridden by ``scheduler_params``, each checked against the
     scheduler's ``Params`` (SchedulerParamError, a ValueError, names a bad one).
+    ``kernel_trace`` names the nodes whose GPU kernels are recorded while they serve
+    (benchmarks.monitor.kernels: ``artifacts/<node>/kernels.csv.gz`` in the bundle, which ``out_dir``
+    must then be); a name that is no node of the workflow is a ValueError.
+
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
     when the scheduler cannot serve the run here.
     """
+    unknown = sorted(set(kernel_trace) - set(workflow.nodes))
+    if unknown:
+        raise ValueError(f"kernel_trace: no node named {', '.join(map(repr, unknown))} in the workflow")
+    if kernel_trace and out_dir is None:
+        raise ValueError("kernel_trace needs a bundle directory (out_dir) to write the traces into")
     problems = preflight(workflow, files)
     if problems:
         raise PreflightError(problems)
@@ -95,6 +106,7 @@ def run_workflow(
         monitor_hz=monitor_hz,
         monitor_sources=monitor_sources,
         files=files,
+        kernel_trace=frozenset(kernel_trace),
     )
     return run.execute(repeat_index)
 
@@ -123,9 +135,11 @@ class _Run:
         monitor_hz: float | None = None,
         monitor_sources: Sequence[str] | None = None,
         files: FilePolicy = UNRESTRICTED,
+        kernel_trace: frozenset[str] = frozenset(),
     ) -> None:
         self.workflow = workflow
         self.files = files
+        self.kernel_trace = kernel_trace
         self.scheduler = scheduler
         self.sink = sink
         self.cancel = cancel
@@ -344,7 +358,10 @@ class _Run:
         state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
         env = node_env(self.scheduler.env_for(plan), state.device)
         gate = self.scheduler.gate_for(plan)
-        out_dir = str(bundle_path(self.artifacts, state.name))
+        out_dir = bundle_path(self.artifacts, state.name)
+        trace = (
+            KernelTraceSpec(str(out_dir / TRACE_FILE), self.t0) if state.name in self.kernel_trace else None
+        )
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
         # A client starts once its server node has loaded (its dependency), which reported its URL.
         server_url = next((self.nodes[n].loaded.get("url") for n in self.servers.get(state.name, ())), None)
@@ -359,12 +376,13 @@ class _Run:
                 env,
                 send,
                 state.stop_flag,
-                out_dir,
+                str(out_dir),
                 seed,
                 state.go,
                 self.files,
                 server_url,
                 str(self.private / state.name),
+                trace,
             ),
             daemon=True,
         )

@@ -21,6 +21,7 @@ from benchmarks import clock
 from benchmarks.apps import app_type, driver_class
 from benchmarks.apps.base import AppContext, AppStopped, Driver
 from benchmarks.files import UNRESTRICTED, FilePolicy
+from benchmarks.monitor.kernels import KernelTrace, KernelTraceSpec
 from benchmarks.schedulers.base import GateSpec
 from benchmarks.spec.model import Application
 from benchmarks.status import NodeStatus
@@ -65,12 +66,14 @@ def app_process_main(
     files: FilePolicy = UNRESTRICTED,
     server_url: str | None = None,
     scratch_dir: str | None = None,
+    kernel_trace: KernelTraceSpec | None = None,
 ) -> None:
     """Entry point of an application process: load, wait for ``go`` when given (a semaphore the runner
     releases once the nodes started with this one have loaded: start_together), run the requests,
     report, close. ``server_url`` is the address of the model server the unit names (``server:``);
     ``scratch_dir`` a private folder of the node's, outside the bundle, that the runner removes after
-    the run even when this process is killed."""
+    the run even when this process is killed; ``kernel_trace``: record the GPU kernels the requests
+    run (benchmarks.monitor.kernels), from the go to the end of the last request."""
     die_with_parent()
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the runner decides how the application stops.
@@ -107,6 +110,7 @@ def app_process_main(
         for k in range(sessions)
     ]
     drivers: list[Driver] = []
+    trace = None if kernel_trace is None else KernelTrace(kernel_trace)
 
     def ready(loaded: list[dict[str, Any]]) -> None:
         emit(
@@ -117,6 +121,13 @@ def app_process_main(
         while go is not None and not go.acquire(timeout=0.05):
             if stopped():
                 raise AppStopped
+        if trace is not None:
+            try:
+                problem = trace.start()
+            except Exception as exc:
+                problem = f"kernel trace not started: {type(exc).__name__}: {exc}"
+            if problem is not None:
+                emit("log", level="warning", message=problem)
 
     status, error, code = NodeStatus.SUCCEEDED, None, 0
     try:
@@ -131,6 +142,13 @@ def app_process_main(
         error = f"{type(exc).__name__}: {exc}"
         emit("log", level="error", message=traceback.format_exc())
     finally:
+        if trace is not None:
+            try:
+                count = trace.stop()
+                if count is not None:
+                    emit("log", level="info", message=f"kernel trace: {count} GPU activities recorded")
+            except Exception as exc:
+                emit("log", level="warning", message=f"kernel trace not written: {type(exc).__name__}: {exc}")
         for driver in drivers:
             try:
                 driver.close()

@@ -180,7 +180,10 @@ class SweepFile(_Model):
     share_requests: bool = Field(
         False, description="a level that raises a unit's concurrency splits its requests (rounded up)"
     )
-    solo: bool = Field(True, description="run each application alone at the table level(s)")
+    solo: bool | list[str] = Field(
+        True,
+        description="run each application alone at the table level(s); a list: only these nodes",
+    )
     weights: Literal["real", "random"] | None = Field(
         None,
         description="random: every run uses the random twins of the models (docs/models.md); "
@@ -189,6 +192,11 @@ class SweepFile(_Model):
     search: Search | None = None
     run_limit_s: float = Field(600.0, gt=0, description="one run past this is cut and recorded as failed")
     first_step_s: float = Field(60.0, gt=0, description="a step's cost before any was measured")
+    kernel_trace: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_WORKFLOWS * 16,
+        description="nodes whose GPU kernels every run that has them records (docs/monitor.md)",
+    )
     smoke: Smoke | None = None
     output: Output = Output()
 
@@ -271,6 +279,12 @@ class Sweep:
         """Return the registered name and the parameters of the scheduler with this label."""
         entry = next(s for s in self.spec.schedulers if s.key == label)
         return entry.name, entry.params
+
+    def solo_nodes(self, workflow: str) -> list[str]:
+        """Return the nodes of a workflow that run alone at the table level(s) (``solo:``), in its order."""
+        solo = self.spec.solo
+        nodes = list(self.base[workflow]["workflows"])
+        return [n for n in nodes if n in solo] if isinstance(solo, list) else nodes if solo else []
 
     @property
     def run_limit_s(self) -> float:
@@ -414,6 +428,13 @@ def load_sweep(path: str | Path, smoke: bool = False) -> Sweep:
     if errors:
         raise SweepFileError(errors, source)
     sweep = Sweep(spec, path, workflows, smoke)
+    nodes = {n for name, data in workflows.items() for n in from_dict(data, name=name).nodes}
+    named = [("solo", spec.solo if isinstance(spec.solo, list) else []), ("kernel_trace", spec.kernel_trace)]
+    for key, names in named:
+        for i, node in enumerate(names):
+            if node not in nodes:
+                loc: Path_ = (key, i)
+                errors.append(SpecError(loc, _line_of(lines, loc), f"no workflow has a node '{node}'"))
     errors += _check_levels(sweep, lines)
     if spec.smoke is not None:
         errors += _check_levels(Sweep(spec, path, workflows, True), lines)

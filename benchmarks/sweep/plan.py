@@ -140,10 +140,9 @@ def plan(sweep: Sweep, state: State) -> Iterator[Step]:
     if levels is None:
         return
     for level in levels:
-        for name, data in sweep.base.items():
-            if sweep.spec.solo:
-                for node in data["workflows"]:
-                    yield Step(name, "solo", level.name, first, node)
+        for name in sweep.base:
+            for node in sweep.solo_nodes(name):
+                yield Step(name, "solo", level.name, first, node)
             for scheduler in sweep.schedulers:
                 step = first_run(sweep, name, level.name, scheduler)
                 if step.kind == "mix":
@@ -171,10 +170,9 @@ def _break_steps(sweep: Sweep, state: State, found: Level) -> Iterator[Step]:
         broke = walk.breaks_at
         if broke and sweep.index(broke.name) > sweep.index(found.name) and broke not in above:
             above.append(broke)
-    if sweep.spec.solo:
-        for level in above:
-            for node in sweep.base[sweep.search_workflow]["workflows"]:
-                yield Step(sweep.search_workflow, "solo", level.name, sweep.schedulers[0], node)
+    for level in above:
+        for node in sweep.solo_nodes(sweep.search_workflow):
+            yield Step(sweep.search_workflow, "solo", level.name, sweep.schedulers[0], node)
 
 
 def pending(sweep: Sweep, state: State) -> list[Step]:

@@ -61,7 +61,12 @@ def run_step(sweep: Sweep, state: State, step: Step, limit_s: float) -> dict[str
         workflow = workflow_of(sweep, step, smoke_clip(sweep, state.dir))
         name, params = sweep.scheduler(step.scheduler)
         result = run_workflow(
-            workflow, scheduler=name, scheduler_params=params, out_dir=bundle, time_limit_s=limit_s
+            workflow,
+            scheduler=name,
+            scheduler_params=params,
+            out_dir=bundle,
+            time_limit_s=limit_s,
+            kernel_trace=[n for n in sweep.spec.kernel_trace if n in workflow.nodes],
         )
         if limit_s < sweep.run_limit_s and result.reason == TIME_LIMIT_REASON.format(limit_s):
             shutil.rmtree(bundle, ignore_errors=True)

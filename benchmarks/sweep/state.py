@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.monitor.kernels import TRACE_FILE
 from benchmarks.results import load_bundle
 
 STATE_FILE = "state.json"
@@ -114,7 +115,7 @@ def write_archive(state_dir: Path, path: Path) -> None:
         tar.add(
             state_dir,
             arcname=state_dir.name,
-            filter=lambda i: None if i.name.endswith((".png", ".jpg", ".tmp")) else i,
+            filter=lambda i: None if i.name.endswith((".png", ".jpg", ".tmp", TRACE_FILE)) else i,
         )
     tmp.replace(path)
 

@@ -69,6 +69,15 @@ def test_run_writes_a_bundle_that_matches_the_documented_schema(tmp_path: Path) 
     assert len((tmp_path / "b" / "second_sleep.csv").read_text().splitlines()) == 1 + 2
 
 
+def test_run_kernel_trace_of_a_node_the_workflow_lacks_is_a_usage_error_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    out = cli("run", "examples/sleep.yml", "--out", str(tmp_path / "b"), "--kernel-trace", "nope")
+    assert out.returncode == 2
+    assert "--kernel-trace: no node named 'nope' in the workflow" in out.stderr
+    assert not (tmp_path / "b").exists()
+
+
 def test_run_repeat_writes_one_bundle_per_repetition_and_a_summary(tmp_path: Path) -> None:
     wf = tmp_path / "w.yml"
     wf.write_text("a: {type: Synthetic, steps: 1, step_ms: 1, num_requests: 2, slo: ['e2e<1s']}\n")

@@ -552,3 +552,26 @@ def test_a_node_on_the_cpu_sees_no_gpu_and_keeps_its_schedulers_environment():
     mps = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}
     assert node_env(mps, "cpu") == {**mps, "CUDA_VISIBLE_DEVICES": ""}
     assert node_env(mps, "gpu") == mps
+
+
+def test_a_traced_node_without_a_gpu_runs_and_says_why_no_kernel_trace_was_taken(tmp_path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    sink = Recorder()
+    result = run(
+        "a: {type: Sleep, sleep_time: 0.01, num_requests: 2}", sink=sink, out_dir=tmp_path, kernel_trace=["a"]
+    )
+    assert node(result, "a").status == "succeeded"
+    logs = [e["message"] for e in sink.events if e["kind"] == "log" and e["node"] == "a"]
+    assert logs == ["no CUDA device in this process: no kernel trace"]
+    assert not list(tmp_path.rglob("kernels.csv.gz"))
+
+
+def test_a_kernel_trace_of_an_unknown_node_or_without_a_bundle_is_refused_before_the_run(tmp_path) -> None:
+    with pytest.raises(ValueError, match="kernel_trace: no node named 'b', 'c' in the workflow"):
+        run("a: {type: Sleep, sleep_time: 0.01}", out_dir=tmp_path, kernel_trace=["c", "a", "b"])
+    with pytest.raises(ValueError, match="kernel_trace needs a bundle directory"):
+        run("a: {type: Sleep, sleep_time: 0.01}", kernel_trace=["a"])
+    assert not list(tmp_path.iterdir())

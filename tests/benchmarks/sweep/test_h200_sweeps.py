@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.cli import main
 from benchmarks.sweep.model import load_sweep
+from benchmarks.sweep.plan import plan
+from benchmarks.sweep.state import State
 from tests.benchmarks.sweep.conftest import ROOT
 
 STUDIES = ROOT / "studies" / "h200"
@@ -112,7 +114,7 @@ def test_cpu_smoke_runs_the_mix_with_each_attention_choice_and_tables_every_leve
     capsys.readouterr()
     assert main([*smoke, "--summarize"]) == 0
     grid = json.loads((state / "h200-kernels-sharing.json").read_text())["grid"]["mix"]
-    assert list(grid) == ["sdpa", "math"] and list(grid["math"]) == ["greedy", "credit", "partition"]
+    assert list(grid) == ["sdpa", "math"] and list(grid["math"]) == ["greedy", "partition"]
     for level in grid.values():
         apps = level["greedy"]["apps"]
         assert (
@@ -131,7 +133,7 @@ def test_the_gpu_levels_of_the_kernels_grid_are_valid_workflows():
     # Every level applied to the mix is checked when the file loads, cbkernels' parameters by the kernel.
     sweep = load_sweep(STUDIES / "kernels-sharing.yml")
     assert [lv.name for lv in sweep.levels] == ["sdpa", "cbkernels_r128", "cudnn"]
-    assert sweep.spec.repeats == 3 and sweep.schedulers == ["greedy", "credit", "partition"]
+    assert sweep.spec.repeats == 3 and sweep.schedulers == ["greedy", "partition"]
 
 
 def test_the_kernels_grid_says_which_level_needs_cbkernels_where_it_cannot_be_imported(monkeypatch):
@@ -146,3 +148,10 @@ def test_the_kernels_grid_says_which_level_needs_cbkernels_where_it_cannot_be_im
     assert "level 'cbkernels_r128' on workflow 'mix': image.attention_params" in message
     assert "cbkernels needs cbkernels.attention, which cannot be imported here" in message
     assert "level 'sdpa'" not in message and "level 'cudnn'" not in message
+
+
+def test_the_kernel_trace_sweep_runs_the_captions_alone_then_the_workflow_traced_at_each_level(tmp_path):
+    sweep = load_sweep(STUDIES / "video-kernel-trace.yml")
+    assert sweep.spec.kernel_trace == ["captions", "cover", "script"]
+    steps = [f"{s.kind}/{s.level}/{s.node or s.scheduler}" for s in plan(sweep, State(tmp_path))]
+    assert steps == ["solo/L1/captions", "mix/L1/greedy", "solo/L3/captions", "mix/L3/greedy"]

@@ -241,3 +241,14 @@ def test_weights_random_runs_every_workflow_of_the_sweep_on_the_random_twins(tmp
     assert workflow.applications["chat"].model == "meta-llama/Llama-3.2-1B-Instruct@random"
     plain = load_sweep(write(tmp_path, GOOD))
     assert from_dict(plain.workflow_dict("w", plain.levels[0])).weights == "real"
+
+
+def test_solo_and_kernel_trace_name_nodes_and_an_unknown_one_is_reported_at_its_line(tmp_path):
+    sweep = load_sweep(write(tmp_path, GOOD + "solo: [talk]\nkernel_trace: [talk, nap]\n"))
+    assert sweep.solo_nodes("w") == ["talk"] and sweep.spec.kernel_trace == ["talk", "nap"]
+    assert load_sweep(write(tmp_path, GOOD)).solo_nodes("w") == ["nap", "talk"]
+    assert load_sweep(write(tmp_path, GOOD + "solo: false\n")).solo_nodes("w") == []
+    assert problems(tmp_path, GOOD + "solo: [talk, sing]\nkernel_trace: [dance]\n") == [
+        (10, "solo[1]", "no workflow has a node 'sing'"),
+        (11, "kernel_trace[0]", "no workflow has a node 'dance'"),
+    ]

@@ -1,0 +1,266 @@
+"""Who held the GPU while an application waited: per-request time slices from kernel traces.
+
+Reads bundles of runs taken with a kernel trace (``consumerbench run --kernel-trace NODE`` or a sweep's
+``kernel_trace:``; benchmarks.monitor.kernels) and accounts for each counted request of one node (a live
+caption chunk, by default) on the GPU's own timeline:
+
+- own GPU time: the union of the node's kernels launched during the request (seconds on the GPU);
+- GPU span: from the request's first kernel's start to its last kernel's end;
+- behind others: the part of the span, outside the node's own kernels, in which another traced node's
+  kernels ran: the time the request waited for the other applications' turns on the GPU;
+- idle: the rest of the span, in which no traced kernel ran (the node's own CPU work between kernels,
+  launches, synchronisation; untraced processes);
+- slices: the maximal stretches of "behind others" between two of the node's kernels (how long one turn
+  of the others lasted), and the node each came from;
+- concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
+  contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
+
+Each figure is per request; the table gives the median and p99 over the run's requests. ``headroom``
+is how many times the time behind others would have to grow before the request at the p99 misses its
+SLO: (SLO - (latency - behind others)) / behind others, a projection from the measured run, not a
+measurement.
+
+    python3 -m benchmarks.perf.kernel_slices --node captions --slo 1.0 \\
+        --run alone=BUNDLE --run greedy-L1=BUNDLE [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.files import bundle_path
+from benchmarks.monitor.kernels import TRACE_FILE, Kernel, read_trace
+from benchmarks.results import load_bundle
+from benchmarks.status import RequestStatus
+from benchmarks.table import text_table
+
+Interval = tuple[float, float]
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Return the union of intervals as sorted, disjoint intervals."""
+    out: list[Interval] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def measure(intervals: Iterable[Interval]) -> float:
+    """Return the total length of disjoint intervals."""
+    return sum(end - start for start, end in intervals)
+
+
+def intersect(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
+    """Return the intersection of two sorted, disjoint interval lists."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def clip(intervals: Sequence[Interval], lo: float, hi: float) -> list[Interval]:
+    """Return the parts of sorted, disjoint intervals inside [lo, hi]."""
+    ends = [e for _, e in intervals]
+    out = []
+    for start, end in intervals[bisect_left(ends, lo) :]:
+        if start >= hi:
+            break
+        out.append((max(start, lo), min(end, hi)))
+    return out
+
+
+def gaps(intervals: Sequence[Interval]) -> list[Interval]:
+    """Return the holes between sorted, disjoint intervals."""
+    return [(a[1], b[0]) for a, b in pairwise(intervals) if b[0] > a[1]]
+
+
+def traces(bundle: Path) -> dict[str, list[Kernel]]:
+    """Return the kernel trace of every traced node of a bundle, by node name."""
+    out = {}
+    for app in load_bundle(bundle).applications:
+        path = bundle_path(bundle / "artifacts", app.name) / TRACE_FILE
+        if path.is_file():
+            out[app.name] = list(read_trace(path))
+    return out
+
+
+def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
+    """Return the per-request account of ``node`` in one bundle (module docstring); a request's latency
+    is its ``metric`` (its end less its start when it has none)."""
+    result = load_bundle(bundle)
+    app = next((a for a in result.applications if a.name == node), None)
+    if app is None:
+        raise ValueError(f"{bundle}: no application '{node}' in this run")
+    kernels = traces(bundle)
+    if node not in kernels:
+        raise ValueError(f"{bundle}: '{node}' has no kernel trace (run it with --kernel-trace {node})")
+    own_all = kernels.pop(node)
+    others = {name: merge((k.start, k.end) for k in ks) for name, ks in kernels.items()}
+    other_union = merge(iv for ivs in others.values() for iv in ivs)
+    starts = [k.start for k in own_all]
+    rows = []
+    for req in app.requests:
+        if req.warmup or req.status != RequestStatus.OK:
+            continue
+        own = own_all[bisect_left(starts, req.start) : bisect_left(starts, req.end)]
+        if not own:
+            continue
+        own_union = merge((k.start, k.end) for k in own)
+        span = (own_union[0][0], own_union[-1][1])
+        holes = gaps(own_union)
+        behind = [iv for hole in holes for iv in clip(other_union, *hole)]
+        slices = merge(behind)
+        by_node = {
+            name: measure(iv for hole in holes for iv in clip(ivs, *hole)) for name, ivs in others.items()
+        }
+        rows.append(
+            {
+                "start": req.start,
+                "latency_s": req.metrics.get(metric, req.end - req.start),
+                "kernels": len(own),
+                "own_gpu_s": measure(own_union),
+                "span_s": span[1] - span[0],
+                "behind_others_s": measure(behind),
+                "idle_s": measure(holes) - measure(behind),
+                "slices": len(slices),
+                "longest_slice_s": max((e - s for s, e in slices), default=0.0),
+                "slice_lengths_s": [e - s for s, e in slices],
+                "behind_by_node_s": by_node,
+                "concurrent_s": measure(intersect(own_union, other_union)),
+            }
+        )
+    return {"node": node, "traced": sorted([node, *others]), "requests": rows}
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
+    """Return the medians and p99s of an account's requests, and the headroom against ``slo_s``."""
+    rows = acc["requests"]
+
+    def col(key: str) -> list[float]:
+        return [float(r[key]) for r in rows]
+
+    out: dict[str, Any] = {"requests": len(rows), "traced": acc["traced"]}
+    for key in (
+        "latency_s",
+        "own_gpu_s",
+        "span_s",
+        "behind_others_s",
+        "idle_s",
+        "concurrent_s",
+        "kernels",
+        "slices",
+    ):
+        out[key] = {"p50": _pct(col(key), 50), "p99": _pct(col(key), 99)}
+    lengths = [x for r in rows for x in r["slice_lengths_s"]]
+    out["slice_s"] = {"p50": _pct(lengths, 50), "p99": _pct(lengths, 99), "max": max(lengths, default=None)}
+    names = sorted({n for r in rows for n in r["behind_by_node_s"]})
+    out["behind_by_node_s"] = {n: _pct([r["behind_by_node_s"].get(n, 0.0) for r in rows], 50) for n in names}
+    out["headroom"] = None
+    if slo_s is not None and rows:
+        worst = max(rows, key=lambda r: r["latency_s"])
+        p99 = sorted(rows, key=lambda r: r["latency_s"])[min(len(rows) - 1, int(0.99 * len(rows)))]
+        behind = p99["behind_others_s"]
+        if behind > 0:
+            out["headroom"] = (slo_s - (p99["latency_s"] - behind)) / behind
+        out["worst_latency_s"] = worst["latency_s"]
+    return out
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.1f}"
+
+
+def table(summaries: dict[str, dict[str, Any]]) -> str:
+    """Return the summaries as one table: a row per figure, a column per run."""
+
+    def pair(s: dict[str, Any], key: str) -> str:
+        return f"{_ms(s[key]['p50'])} / {_ms(s[key]['p99'])}"
+
+    def count(s: dict[str, Any], key: str) -> str:
+        return "-" if s[key]["p50"] is None else f"{s[key]['p50']:.0f}"
+
+    figures: list[tuple[str, Any]] = [
+        ("requests", lambda s: str(s["requests"])),
+        ("latency p50 / p99 (ms)", lambda s: pair(s, "latency_s")),
+        ("kernels a request, p50", lambda s: count(s, "kernels")),
+        ("own GPU time p50 / p99 (ms)", lambda s: pair(s, "own_gpu_s")),
+        ("GPU span p50 / p99 (ms)", lambda s: pair(s, "span_s")),
+        ("behind others p50 / p99 (ms)", lambda s: pair(s, "behind_others_s")),
+        ("idle p50 / p99 (ms)", lambda s: pair(s, "idle_s")),
+        ("slices a request, p50", lambda s: count(s, "slices")),
+        (
+            "slice p50 / p99 / max (ms)",
+            lambda s: f"{_ms(s['slice_s']['p50'])} / {_ms(s['slice_s']['p99'])} / {_ms(s['slice_s']['max'])}",
+        ),
+        (
+            "behind, by node, p50 (ms)",
+            lambda s: ", ".join(f"{n} {_ms(v)}" for n, v in s["behind_by_node_s"].items()) or "-",
+        ),
+        ("concurrent p50 / p99 (ms)", lambda s: pair(s, "concurrent_s")),
+        ("headroom (x behind others)", lambda s: "-" if s["headroom"] is None else f"x{s['headroom']:.1f}"),
+    ]
+    rows = [["figure", *summaries]] + [[name, *(fn(s) for s in summaries.values())] for name, fn in figures]
+    return text_table(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--node", default="captions", help="the node whose requests are accounted for")
+    p.add_argument("--metric", default="chunk", help="the latency metric of a request (default: chunk)")
+    p.add_argument("--slo", type=float, help="the metric's SLO in seconds (for the headroom)")
+    p.add_argument(
+        "--run", action="append", required=True, metavar="LABEL=BUNDLE", help="a traced run's bundle"
+    )
+    p.add_argument("--json", type=Path, help="write the summaries and every request's account here")
+    args = p.parse_args(argv)
+    summaries, accounts = {}, {}
+    for item in args.run:
+        label, sep, path = item.partition("=")
+        if not sep or not label or not path:
+            p.error(f"--run {item!r}: expected LABEL=BUNDLE")
+        try:
+            accounts[label] = account(Path(path), args.node, args.metric)
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        summaries[label] = summarize(accounts[label], args.slo)
+    print(table(summaries))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "node": args.node,
+                    "slo_s": args.slo,
+                    "runs": summaries,
+                    "requests": {k: a["requests"] for k, a in accounts.items()},
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

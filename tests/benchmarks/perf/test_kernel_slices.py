@@ -1,0 +1,87 @@
+"""benchmarks.perf.kernel_slices: a real run's requests, accounted for against kernel traces laid out
+by hand (this machine has no GPU to trace), so that every figure has a known answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.files import bundle_path
+from benchmarks.monitor.kernels import TRACE_FILE, write_trace
+from benchmarks.perf import kernel_slices
+from benchmarks.results import load_bundle, write_bundle
+from benchmarks.runner import run_workflow
+from benchmarks.spec.load import load_yaml
+
+MS = 1e-3
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of two Sleep nodes side by side; 'a' has two requests of 0.2 s."""
+    out = tmp_path_factory.mktemp("run")
+    workflow = load_yaml(
+        """
+a: {type: Sleep, sleep_time: 0.2, num_requests: 2}
+b: {type: Sleep, sleep_time: 0.1, num_requests: 1}
+""",
+        name="t",
+    )
+    write_bundle(run_workflow(workflow, out_dir=out), out)
+    return out
+
+
+def lay_out(bundle: Path) -> None:
+    """Within each of a's requests (s = its start): a's kernels at s+10, s+50 and s+100 ms, 10 ms each;
+    b's at s+25 ms for 20 ms (between a's first two) and at s+55 ms for 10 ms (half over a's second)."""
+    a_rows, b_rows = [], []
+    for req in next(x for x in load_bundle(bundle).applications if x.name == "a").requests:
+        s = req.start
+        a_rows += [(s + t * MS, 10_000.0, 7, "own") for t in (10, 50, 100)]
+        b_rows += [(s + 25 * MS, 20_000.0, 7, "other"), (s + 55 * MS, 10_000.0, 7, "other")]
+    write_trace(bundle_path(bundle / "artifacts", "a") / TRACE_FILE, a_rows)
+    write_trace(bundle_path(bundle / "artifacts", "b") / TRACE_FILE, b_rows)
+
+
+def test_each_request_is_split_into_own_time_turns_behind_others_and_idle(bundle: Path) -> None:
+    lay_out(bundle)
+    acc = kernel_slices.account(bundle, "a")
+    assert acc["traced"] == ["a", "b"] and len(acc["requests"]) == 2
+    for row in acc["requests"]:
+        assert row["kernels"] == 3
+        assert row["own_gpu_s"] == pytest.approx(30 * MS)
+        assert row["span_s"] == pytest.approx(100 * MS)
+        # Holes 20-50 and 60-100 ms: b ran 25-45 and 60-65 in them.
+        assert row["behind_others_s"] == pytest.approx(25 * MS)
+        assert row["idle_s"] == pytest.approx(45 * MS)
+        assert row["slices"] == 2 and row["longest_slice_s"] == pytest.approx(20 * MS)
+        assert row["behind_by_node_s"] == {"b": pytest.approx(25 * MS)}
+        assert row["concurrent_s"] == pytest.approx(5 * MS)
+        assert row["latency_s"] == pytest.approx(0.2, abs=0.05)
+    summary = kernel_slices.summarize(acc, slo_s=1.0)
+    worst = max(r["latency_s"] for r in acc["requests"])
+    assert summary["headroom"] == pytest.approx((1.0 - (worst - 25 * MS)) / (25 * MS))
+    assert summary["slice_s"]["max"] == pytest.approx(20 * MS)
+
+
+def test_the_command_prints_a_column_per_run_and_writes_every_request(
+    bundle: Path, tmp_path: Path, capsys
+) -> None:
+    lay_out(bundle)
+    out = tmp_path / "slices.json"
+    assert kernel_slices.main(["--node", "a", "--slo", "1", "--run", f"x={bundle}", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "behind others p50 / p99 (ms)" in text and "25.0 / 25.0" in text and "b 25.0" in text
+    saved = json.loads(out.read_text())
+    assert saved["node"] == "a" and len(saved["requests"]["x"]) == 2
+
+
+def test_a_node_without_a_trace_is_named_with_the_option_that_takes_one(bundle: Path, capsys) -> None:
+    lay_out(bundle)
+    (bundle_path(bundle / "artifacts", "a") / TRACE_FILE).unlink()
+    assert kernel_slices.main(["--node", "a", "--run", f"x={bundle}"]) == 1
+    assert "'a' has no kernel trace (run it with --kernel-trace a)" in capsys.readouterr().err
+    assert kernel_slices.main(["--node", "zz", "--run", f"x={bundle}"]) == 1
+    assert "no application 'zz' in this run" in capsys.readouterr().err
