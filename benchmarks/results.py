@@ -112,6 +112,11 @@ class NodeResult(_Strict):
         description="a model server node (LLMServer): what it loaded and where it served "
         "(backend, model, url, port, pid, parallel, n_ctx, threads, rss_mb after load)",
     )
+    kernel_trace: str | None = Field(
+        None,
+        description="the node's kernel trace in the bundle (docs/monitor.md), when it was traced: its "
+        "latencies then include CUPTI's cost",
+    )
 
 
 class TelemetrySource(_Strict):

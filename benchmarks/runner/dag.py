@@ -359,9 +359,10 @@ class _Run:
         env = node_env(self.scheduler.env_for(plan), state.device)
         gate = self.scheduler.gate_for(plan)
         out_dir = bundle_path(self.artifacts, state.name)
-        trace = (
-            KernelTraceSpec(str(out_dir / TRACE_FILE), self.t0) if state.name in self.kernel_trace else None
-        )
+        trace = None
+        if state.name in self.kernel_trace:
+            state.trace_file = out_dir / TRACE_FILE
+            trace = KernelTraceSpec(str(state.trace_file), self.t0)
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
         # A client starts once its server node has loaded (its dependency), which reported its URL.
         server_url = next((self.nodes[n].loaded.get("url") for n in self.servers.get(state.name, ())), None)

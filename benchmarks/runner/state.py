@@ -51,3 +51,4 @@ class NodeState:
     group: tuple[str, ...] = ()
     go: Any = None
     released_at: float | None = None
+    trace_file: Path | None = None  # its kernel trace (``kernel_trace``), once the process writes it

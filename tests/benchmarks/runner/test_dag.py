@@ -563,7 +563,7 @@ def test_a_traced_node_without_a_gpu_runs_and_says_why_no_kernel_trace_was_taken
     result = run(
         "a: {type: Sleep, sleep_time: 0.01, num_requests: 2}", sink=sink, out_dir=tmp_path, kernel_trace=["a"]
     )
-    assert node(result, "a").status == "succeeded"
+    assert node(result, "a").status == "succeeded" and node(result, "a").kernel_trace is None
     logs = [e["message"] for e in sink.events if e["kind"] == "log" and e["node"] == "a"]
     assert logs == ["no CUDA device in this process: no kernel trace"]
     assert not list(tmp_path.rglob("kernels.csv.gz"))
@@ -575,3 +575,25 @@ def test_a_kernel_trace_of_an_unknown_node_or_without_a_bundle_is_refused_before
     with pytest.raises(ValueError, match="kernel_trace needs a bundle directory"):
         run("a: {type: Sleep, sleep_time: 0.01}", kernel_trace=["a"])
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.gpu
+def test_a_traced_node_on_the_gpu_writes_its_kernels_inside_its_requests_and_the_result_names_the_file(
+    tmp_path,
+) -> None:
+    from benchmarks.monitor.kernels import read_trace
+
+    result = run(
+        """
+mm: {type: Synthetic, load: torch, device: gpu, steps: 20, matrix_size: 1024, num_requests: 3}
+idle: {type: Sleep, sleep_time: 0.01, num_requests: 1}
+""",
+        out_dir=tmp_path,
+        kernel_trace=["mm"],
+    )
+    traced = node(result, "mm").kernel_trace
+    assert traced == "artifacts/mm/kernels.csv.gz" and node(result, "idle").kernel_trace is None
+    kernels = list(read_trace(tmp_path / traced))
+    requests = app(result, "mm").requests
+    inside = [k for k in kernels if any(r.start - 0.005 <= k.start <= r.end + 0.005 for r in requests)]
+    assert kernels and len(inside) >= 0.9 * len(kernels)
