@@ -85,7 +85,8 @@ class KernelTrace:
         rows = sorted(
             (e.start_ns() / 1e9 + offset, e.duration_ns() / 1e3, e.device_resource_id(), e.name())
             for e in events
-            if e.device_type().name == "CUDA"
+            # GPU activities only (not the host's runtime calls), and no user annotations (ranges, not work).
+            if e.device_type().name == "CUDA" and not e.is_user_annotation()
         )
         write_trace(Path(self.spec.path), rows)
         return len(rows)

@@ -23,6 +23,8 @@ WHEELS=(
   "gguf==0.19.0" "diskcache>=5.6" "soundfile>=0.12" "cffi>=1.17" "pycparser>=2.22"
   # The CLIP BPE vocabulary of the @random image models (seen missing on the H200 image).
   "open-clip-torch==3.3.0"
+  # The GPU tests (studies/h200/queue.sh), where the image has no pytest.
+  "pytest>=8" "pluggy>=1.5" "iniconfig>=2" "pytest-timeout>=2.3"
 )
 "$PIP" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \

@@ -132,7 +132,7 @@ def test_cpu_smoke_runs_the_mix_with_each_attention_choice_and_tables_every_leve
 def test_the_gpu_levels_of_the_kernels_grid_are_valid_workflows():
     # Every level applied to the mix is checked when the file loads, cbkernels' parameters by the kernel.
     sweep = load_sweep(STUDIES / "kernels-sharing.yml")
-    assert [lv.name for lv in sweep.levels] == ["sdpa", "cbkernels_r128", "cudnn"]
+    assert [lv.name for lv in sweep.levels] == ["flash", "cudnn", "cbkernels_r128"]
     assert sweep.spec.repeats == 3 and sweep.schedulers == ["greedy", "partition"]
 
 
