@@ -15,6 +15,9 @@ caption chunk, by default) on the GPU's own timeline:
 - concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
   contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
 
+The table also gives the share of the node's kernels that ran inside its counted requests (the rest:
+priming, warm-up and work between requests; near 0, a trace whose clock does not match the records').
+
 Each figure is per request; the table gives the median and p99 over the run's requests. ``headroom``
 is how many times the time behind others would have to grow before the request at the p99 misses its
 SLO: (SLO - (latency - behind others)) / behind others, a projection from the measured run, not a
@@ -147,7 +150,11 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
                 "concurrent_s": measure(intersect(own_union, other_union)),
             }
         )
-    return {"node": node, "traced": sorted([node, *others]), "requests": rows}
+    # The share of the node's kernels that ran inside a counted request: the rest is priming, warm-up,
+    # work between requests, or (near 0) a trace whose clock does not match the records'.
+    inside = sum(r["kernels"] for r in rows)
+    coverage = inside / len(own_all) if own_all else None
+    return {"node": node, "traced": sorted([node, *others]), "coverage": coverage, "requests": rows}
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
@@ -161,7 +168,7 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     def col(key: str) -> list[float]:
         return [float(r[key]) for r in rows]
 
-    out: dict[str, Any] = {"requests": len(rows), "traced": acc["traced"]}
+    out: dict[str, Any] = {"requests": len(rows), "traced": acc["traced"], "coverage": acc["coverage"]}
     for key in (
         "latency_s",
         "own_gpu_s",
@@ -188,6 +195,10 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     return out
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f} %"
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f}"
 
@@ -203,6 +214,7 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
 
     figures: list[tuple[str, Any]] = [
         ("requests", lambda s: str(s["requests"])),
+        ("own kernels inside them", lambda s: _share(s["coverage"])),
         ("latency p50 / p99 (ms)", lambda s: pair(s, "latency_s")),
         ("kernels a request, p50", lambda s: count(s, "kernels")),
         ("own GPU time p50 / p99 (ms)", lambda s: pair(s, "own_gpu_s")),

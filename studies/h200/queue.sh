@@ -47,6 +47,15 @@ slices() {
     --json "$STATE/video-kernel-slices-h200.json" > "$STATE/video-kernel-slices-h200.txt" 2>&1
   log "kernel slices exit $?"
   cat "$STATE/video-kernel-slices-h200.txt"
+  # L1's traces themselves (a few MB of gzip CSV), to account again here if need be (not for git).
+  for run in video-solo-L1-captions video-mix-L1-greedy; do
+    for trace in "$s/$run"/artifacts/*/kernels.csv.gz; do
+      [ -f "$trace" ] || continue
+      node=$(basename "$(dirname "$trace")")
+      mkdir -p "$STATE/traces/$run/$node"
+      cp "$trace" "$STATE/traces/$run/$node/"
+    done
+  done
 }
 
 status=0
@@ -80,6 +89,7 @@ for f in kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt vi
   video-kernel-slices-h200.txt; do
   [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"
 done
+[ -d "$STATE/traces" ] && cp -r "$STATE/traces" "$OUT/"
 [ -f "$OUT/gpu-tests.txt" ] && tail -n 3 "$OUT/gpu-tests.txt"
 log "done (exit $status; 0: the queue is complete)"
 exit "$status"

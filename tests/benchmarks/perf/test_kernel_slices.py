@@ -48,7 +48,7 @@ def lay_out(bundle: Path) -> None:
 def test_each_request_is_split_into_own_time_turns_behind_others_and_idle(bundle: Path) -> None:
     lay_out(bundle)
     acc = kernel_slices.account(bundle, "a")
-    assert acc["traced"] == ["a", "b"] and len(acc["requests"]) == 2
+    assert acc["traced"] == ["a", "b"] and len(acc["requests"]) == 2 and acc["coverage"] == 1.0
     for row in acc["requests"]:
         assert row["kernels"] == 3
         assert row["own_gpu_s"] == pytest.approx(30 * MS)
