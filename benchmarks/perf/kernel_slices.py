@@ -119,7 +119,7 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     others = {name: merge((k.start, k.end) for k in ks) for name, ks in kernels.items()}
     other_union = merge(iv for ivs in others.values() for iv in ivs)
     starts = [k.start for k in own_all]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for req in app.requests:
         if req.warmup or req.status != RequestStatus.OK:
             continue
