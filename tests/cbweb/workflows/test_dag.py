@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cbweb.workflows.dag import DagNode, _depths, dag_svg, nodes_of_spec
+from cbweb.workflows.dag import DagNode, _depths, crossings, dag_svg, nodes_of_spec
 
 
 def test_a_chain_of_5000_nodes_is_laid_out_one_column_per_node() -> None:
@@ -81,3 +81,37 @@ def test_an_edge_over_a_column_runs_in_the_gap_under_its_rows_not_through_the_bo
     lane = 10 + 44 + 18 / 2
     assert "L " in routes["c depends on a"] and f" {lane:.1f} " in routes["c depends on a"]
     assert "L " not in routes["c depends on b"]
+
+
+def rows_of(svg: str) -> dict[str, float]:
+    return {
+        name: float(y)
+        for name, y in re.findall(r'data-node="([^"]+)"><title>[^<]*</title><rect x="[^"]+" y="([^"]+)"', svg)
+    }
+
+
+def test_nodes_in_a_column_are_ordered_so_that_edges_do_not_cross() -> None:
+    # In the file's order d comes before c: a -> c and b -> d would cross.
+    nodes = [
+        DagNode("a", "Sleep"),
+        DagNode("b", "Sleep"),
+        DagNode("d", "Sleep", ("b",)),
+        DagNode("c", "Sleep", ("a",)),
+        DagNode("e", "Sleep", ("d",)),
+        DagNode("f", "Sleep", ("c",)),
+    ]
+    columns = {0: ["a", "b"], 1: ["d", "c"], 2: ["e", "f"]}
+    edges = [(dep, n.name) for n in nodes for dep in n.depend_on]
+    assert crossings(columns, edges) == 1
+    rows = rows_of(dag_svg(nodes))
+    assert rows["a"] < rows["b"] and rows["c"] < rows["d"] and rows["f"] < rows["e"]
+    assert crossings({0: ["a", "b"], 1: ["c", "d"], 2: ["f", "e"]}, edges) == 0
+
+
+def test_the_files_order_stays_where_reordering_would_not_cross_fewer_edges() -> None:
+    # A complete bipartite pair of columns: every order crosses the same number of edges.
+    nodes = [DagNode("x", "Sleep"), DagNode("y", "Sleep")] + [
+        DagNode(name, "Sleep", ("x", "y")) for name in ("q", "p")
+    ]
+    rows = rows_of(dag_svg(nodes))
+    assert rows["x"] < rows["y"] and rows["q"] < rows["p"]
