@@ -24,7 +24,7 @@ SLO: (SLO - (latency - behind others)) / behind others, a projection from the me
 measurement.
 
     python3 -m benchmarks.perf.kernel_slices --node captions --slo 1.0 \\
-        --run alone=BUNDLE --run greedy-L1=BUNDLE [--json out.json]
+        --run alone=BUNDLE --run greedy-L1=BUNDLE [--json out.json] [--md out.md]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from benchmarks.files import bundle_path
 from benchmarks.monitor.kernels import TRACE_FILE, Kernel, read_trace
 from benchmarks.results import load_bundle
 from benchmarks.status import RequestStatus
-from benchmarks.table import text_table
+from benchmarks.table import markdown_table, text_table
 
 Interval = tuple[float, float]
 
@@ -203,8 +203,8 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f}"
 
 
-def table(summaries: dict[str, dict[str, Any]]) -> str:
-    """Return the summaries as one table: a row per figure, a column per run."""
+def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
+    """Return the summaries as one table (plain text, or Markdown): a row per figure, a column per run."""
 
     def pair(s: dict[str, Any], key: str) -> str:
         return f"{_ms(s[key]['p50'])} / {_ms(s[key]['p99'])}"
@@ -234,7 +234,7 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
         ("headroom (x behind others)", lambda s: "-" if s["headroom"] is None else f"x{s['headroom']:.1f}"),
     ]
     rows = [["figure", *summaries]] + [[name, *(fn(s) for s in summaries.values())] for name, fn in figures]
-    return text_table(rows)
+    return markdown_table(rows) if markdown else text_table(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "--run", action="append", required=True, metavar="LABEL=BUNDLE", help="a traced run's bundle"
     )
     p.add_argument("--json", type=Path, help="write the summaries and every request's account here")
+    p.add_argument("--md", type=Path, help="write the table as Markdown here (for docs/results/)")
     args = p.parse_args(argv)
     summaries, accounts = {}, {}
     for item in args.run:
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         summaries[label] = summarize(accounts[label], args.slo)
     print(table(summaries))
+    if args.md:
+        args.md.write_text(table(summaries, markdown=True) + "\n")
     if args.json:
         args.json.write_text(
             json.dumps(

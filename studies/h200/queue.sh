@@ -44,7 +44,8 @@ slices() {
     [ -f "$s/video-mix-$level-greedy/result.json" ] && runs+=(--run "greedy-$level=$s/video-mix-$level-greedy")
   done
   python3 -m benchmarks.perf.kernel_slices --node captions --slo 1 "${runs[@]}" \
-    --json "$STATE/video-kernel-slices-h200.json" > "$STATE/video-kernel-slices-h200.txt" 2>&1
+    --json "$STATE/video-kernel-slices-h200.json" --md "$STATE/video-kernel-slices-h200.md" \
+    > "$STATE/video-kernel-slices-h200.txt" 2>&1
   log "kernel slices exit $?"
   cat "$STATE/video-kernel-slices-h200.txt"
   # L1's traces themselves (a few MB of gzip CSV), to account again here if need be (not for git).
@@ -86,7 +87,7 @@ done
 
 [ -n "$side" ] && wait "$side"
 for f in kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt video-kernel-slices-h200.json \
-  video-kernel-slices-h200.txt; do
+  video-kernel-slices-h200.txt video-kernel-slices-h200.md; do
   [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"
 done
 [ -d "$STATE/traces" ] && cp -r "$STATE/traces" "$OUT/"

@@ -70,10 +70,12 @@ def test_the_command_prints_a_column_per_run_and_writes_every_request(
     bundle: Path, tmp_path: Path, capsys
 ) -> None:
     lay_out(bundle)
-    out = tmp_path / "slices.json"
-    assert kernel_slices.main(["--node", "a", "--slo", "1", "--run", f"x={bundle}", "--json", str(out)]) == 0
+    out, md = tmp_path / "slices.json", tmp_path / "slices.md"
+    args = ["--node", "a", "--slo", "1", "--run", f"x={bundle}", "--json", str(out), "--md", str(md)]
+    assert kernel_slices.main(args) == 0
     text = capsys.readouterr().out
     assert "behind others p50 / p99 (ms)" in text and "25.0 / 25.0" in text and "b 25.0" in text
+    assert "| behind others p50 / p99 (ms) | 25.0 / 25.0 |" in md.read_text()
     saved = json.loads(out.read_text())
     assert saved["node"] == "a" and len(saved["requests"]["x"]) == 2
 
