@@ -25,6 +25,9 @@ mkdir -p "$OUT" "$STATE"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
 log() { echo "[$(date +%H:%M:%S) +${SECONDS}s queue] $*"; }
 
+# The GPU's time-slice setting between processes' contexts (nvidia-smi compute-policy), for the account
+# of how the captions share the GPU under greedy.
+{ nvidia-smi compute-policy -l; nvidia-smi -q -d COMPUTE; } > "$OUT/compute-policy.txt" 2>&1 || true
 side=
 if [ ! -f "$STATE/side.done" ]; then
   (
