@@ -2,18 +2,23 @@
 
 The monitor's GPU figures are sampled (NVML every driver period, GPM's SM activity at the monitor's
 rate): they say how busy the GPU was, not whose kernel ran when. A kernel trace records every kernel
-(and copy) the traced process ran on the GPU, with its start and end on the GPU, through CUPTI as
-PyTorch's profiler enables it: process-wide, so kernels launched by any library in the process (llama.cpp,
-CTranslate2, cuDNN) are recorded, not only PyTorch's. Only the serving is traced (from the group's go
-to the last request's end), never the model load.
+(and copy) the traced process ran on the GPU, with its start and end on the GPU and when the process
+launched it, through CUPTI as PyTorch's profiler enables it: process-wide, so kernels launched by any
+library in the process (llama.cpp, cuDNN, Triton) are recorded, not only PyTorch's. torch is imported
+when the process starts, before the application loads its libraries (a CUDA build of llama.cpp loaded
+before torch makes torch's import abort: benchmarks.platform.llama_gpu_offload); the recording starts
+once the application has loaded (before its group's go: the model load is not traced) and stops after
+its last request.
 
-The trace goes to ``<bundle>/<node>/kernels.csv.gz`` (gzip CSV, one row a GPU activity):
+The trace goes to ``<bundle>/artifacts/<node>/kernels.csv.gz`` (gzip CSV, one row a GPU activity):
 ``start_s`` seconds since the run started (the clock of the request records, so a kernel can be placed
-in the request it served), ``dur_us`` its duration on the GPU in microseconds, ``stream`` the CUDA
-stream, ``name`` the kernel's (or copy's) name. Analysis: ``python3 -m benchmarks.perf.kernel_slices``.
+in the request it served), ``dur_us`` its duration on the GPU in microseconds, ``launch_s`` when the
+process made the call that launched it (the CUDA runtime or driver call of the same correlation id;
+empty when CUPTI recorded none), ``stream`` the CUDA stream, ``name`` the kernel's (or copy's) name.
+Analysis: ``python3 -m benchmarks.perf.kernel_slices``.
 
-CUPTI adds a few microseconds to each launch: a traced run is for the account of who ran when, not a
-measurement of latency to publish beside untraced runs.
+CUPTI adds a few microseconds to each launch, and writing the trace delays the node's end: a traced run
+is for the account of who ran when, not a measurement of latency to publish beside untraced runs.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from pathlib import Path
 from typing import Any
 
 TRACE_FILE = "kernels.csv.gz"
-COLUMNS = ("start_s", "dur_us", "stream", "name")
+COLUMNS = ("start_s", "dur_us", "launch_s", "stream", "name")
+# What CUPTI records on the GPU's side that is not work there (as PyTorch's profiler names the kinds):
+# ranges and synchronisation markers. Everything else on the device's side is a kernel, copy or memset.
+NOT_WORK = frozenset({"gpu_user_annotation", "cuda_sync", "cuda_profiler_range"})
 
 
 @dataclass(frozen=True)
@@ -41,18 +49,14 @@ class KernelTraceSpec:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One GPU activity of a trace: start (seconds since the run started), end, stream and name."""
+    """One GPU activity of a trace: start and end (seconds since the run started), launch (None when
+    unknown), stream and name."""
 
     start: float
     end: float
+    launch: float | None
     stream: int
     name: str
-
-
-def _profiler_offset_s() -> float:
-    """Return what to add to a profiler timestamp (Unix nanoseconds, converted to seconds) to get the
-    run's monotonic clock (``benchmarks.clock``): the two clocks read back to back."""
-    return time.monotonic() - time.time_ns() / 1e9
 
 
 class KernelTrace:
@@ -61,14 +65,24 @@ class KernelTrace:
     def __init__(self, spec: KernelTraceSpec) -> None:
         self.spec = spec
         self._profiler: Any = None
+        self._problem: str | None = None
+
+    def prepare(self) -> None:
+        """Import torch now, before the application loads its libraries (module docstring)."""
+        try:
+            import torch
+        except ImportError:
+            self._problem = "torch is not installed: no kernel trace"
+            return
+        if not torch.cuda.is_available():
+            self._problem = "no CUDA device in this process: no kernel trace"
 
     def start(self) -> str | None:
         """Begin recording; return why no trace can be taken here (no CUDA device), or None."""
-        import torch
+        if self._problem is not None:
+            return self._problem
         from torch.profiler import ProfilerActivity, profile
 
-        if not torch.cuda.is_available():
-            return "no CUDA device in this process: no kernel trace"
         self._profiler = profile(activities=[ProfilerActivity.CUDA])
         self._profiler.start()
         return None
@@ -79,33 +93,54 @@ class KernelTrace:
         if self._profiler is None:
             return None
         self._profiler.stop()
-        offset = _profiler_offset_s() - self.spec.t0
+        # Profiler timestamps are Unix nanoseconds; the run's clock is CLOCK_MONOTONIC (benchmarks.clock).
+        # Integer nanoseconds until the last step, so that no precision is lost on the way.
+        shift_ns = time.time_ns() - time.monotonic_ns() + round(self.spec.t0 * 1e9)
         events = self._profiler.profiler.kineto_results.events()
         self._profiler = None
-        rows = sorted(
-            (e.start_ns() / 1e9 + offset, e.duration_ns() / 1e3, e.device_resource_id(), e.name())
+        # With CUDA activity only, the host's events are the runtime and driver calls; a GPU activity's
+        # correlation id names the call that launched it.
+        launches = {
+            e.correlation_id(): e.start_ns()
             for e in events
-            # GPU activities only (not the host's runtime calls), and no user annotations (ranges, not work).
-            if e.device_type().name == "CUDA" and not e.is_user_annotation()
-        )
+            if e.device_type().name == "CPU" and e.correlation_id()
+        }
+        rows = []
+        for e in events:
+            if e.device_type().name != "CUDA" or e.activity_type() in NOT_WORK:
+                continue
+            launch = launches.get(e.correlation_id())
+            rows.append(
+                (
+                    (e.start_ns() - shift_ns) / 1e9,
+                    e.duration_ns() / 1e3,
+                    None if launch is None else (launch - shift_ns) / 1e9,
+                    e.device_resource_id(),
+                    e.name(),
+                )
+            )
+        rows.sort(key=lambda r: r[0])
         write_trace(Path(self.spec.path), rows)
         return len(rows)
 
 
-def write_trace(path: Path, rows: list[tuple[float, float, int, str]]) -> None:
-    """Write trace rows (start_s, dur_us, stream, name) as ``path`` (gzip CSV), atomically."""
+def write_trace(path: Path, rows: list[tuple[float, float, float | None, int, str]]) -> None:
+    """Write trace rows (start_s, dur_us, launch_s or None, stream, name) as ``path`` (gzip CSV),
+    atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with gzip.open(tmp, "wt", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for start, dur, stream, name in rows:
-            w.writerow((f"{start:.9f}", f"{dur:.3f}", stream, name))
+        for start, dur, launch, stream, name in rows:
+            w.writerow(
+                (f"{start:.9f}", f"{dur:.3f}", "" if launch is None else f"{launch:.9f}", stream, name)
+            )
     tmp.replace(path)
 
 
 def read_trace(path: Path) -> Iterator[Kernel]:
-    """Yield the activities of a trace file in start order; ValueError names a malformed row."""
+    """Yield the activities of a trace file in file order (start order); ValueError names a malformed row."""
     with gzip.open(path, "rb") as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
@@ -114,6 +149,7 @@ def read_trace(path: Path) -> Iterator[Kernel]:
         for line, row in enumerate(reader, start=2):
             try:
                 start, dur = float(row[0]), float(row[1])
-                yield Kernel(start, start + dur / 1e6, int(row[2]), row[3])
+                launch = float(row[2]) if row[2] else None
+                yield Kernel(start, start + dur / 1e6, launch, int(row[3]), row[4])
             except (IndexError, ValueError) as exc:
                 raise ValueError(f"{path}:{line}: malformed kernel row ({exc})") from exc

@@ -2,26 +2,30 @@
 
 Reads bundles of runs taken with a kernel trace (``consumerbench run --kernel-trace NODE`` or a sweep's
 ``kernel_trace:``; benchmarks.monitor.kernels) and accounts for each counted request of one node (a live
-caption chunk, by default) on the GPU's own timeline:
+caption chunk, by default) on the GPU's own timeline, over the request's window (its start to its end,
+or to its last kernel's end when later):
 
-- own GPU time: the union of the node's kernels launched during the request (seconds on the GPU);
+- own GPU time: the union of the node's kernels launched during the request (seconds on the GPU); with
+  several sessions in one process (``concurrency``), their kernels are the node's alike;
 - GPU span: from the request's first kernel's start to its last kernel's end;
-- behind others: the part of the span, outside the node's own kernels, in which another traced node's
-  kernels ran: the time the request waited for the other applications' turns on the GPU;
-- idle: the rest of the span, in which no traced kernel ran (the node's own CPU work between kernels,
-  launches, synchronisation; untraced processes);
-- slices: the maximal stretches of "behind others" between two of the node's kernels (how long one turn
-  of the others lasted), and the node each came from;
+- waiting: the time the node's kernels were launched and due (their stream's previous kernel done) but
+  not running: the request waiting for the GPU, from the launch calls CUPTI records ("-" without them);
+  "while others ran": the part of it in which another traced node's kernel ran;
+- behind others: the part of the window outside the node's own kernels in which another traced node's
+  kernels ran (an upper bound on what the others cost it: the node may have been busy on the CPU);
+- idle: the rest of the window outside its own kernels (its CPU work, launches, untraced processes);
+- slices: the maximal stretches of "behind others" (one turn of the others: its length), and whose;
 - concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
   contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
 
 The table also gives the share of the node's kernels that ran inside its counted requests (the rest:
-priming, warm-up and work between requests; near 0, a trace whose clock does not match the records').
+priming, warm-up and work between requests; near 0, a trace whose clock does not match the records')
+and the requests in which none ran (a trace cut short: CUPTI's buffers full).
 
 Each figure is per request; the table gives the median and p99 over the run's requests. ``headroom``
-is how many times the time behind others would have to grow before the request at the p99 misses its
-SLO: (SLO - (latency - behind others)) / behind others, a projection from the measured run, not a
-measurement.
+is how many times the time behind others would have to grow before the p99 request (nearest rank)
+misses its SLO: (SLO - (latency - behind others)) / behind others, a projection from the measured run,
+not a measurement.
 
     python3 -m benchmarks.perf.kernel_slices --node captions --slo 1.0 \\
         --run alone=BUNDLE --run greedy-L1=BUNDLE [--json out.json] [--md out.md]
@@ -31,10 +35,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +53,32 @@ from benchmarks.table import markdown_table, text_table
 Interval = tuple[float, float]
 
 
+class Intervals:
+    """Sorted, disjoint intervals with their ends indexed, so that a window is cut out by bisection."""
+
+    def __init__(self, intervals: Iterable[Interval]) -> None:
+        self.items = merge(intervals)
+        self.ends = [end for _, end in self.items]
+
+    def within(self, lo: float, hi: float) -> list[Interval]:
+        """Return the parts inside [lo, hi] (none of zero length)."""
+        out = []
+        for start, end in self.items[bisect_left(self.ends, lo) :]:
+            if start >= hi:
+                break
+            piece = (max(start, lo), min(end, hi))
+            if piece[1] > piece[0]:
+                out.append(piece)
+        return out
+
+
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
-    """Return the union of intervals as sorted, disjoint intervals."""
+    """Return the union of intervals as sorted, disjoint intervals (touching ones joined)."""
     out: list[Interval] = []
     for start, end in sorted(intervals):
         if out and start <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
+        elif end > start:
             out.append((start, end))
     return out
 
@@ -66,7 +89,7 @@ def measure(intervals: Iterable[Interval]) -> float:
 
 
 def intersect(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
-    """Return the intersection of two sorted, disjoint interval lists."""
+    """Return the intersection of two sorted, disjoint interval lists (no piece of zero length)."""
     out, i, j = [], 0, 0
     while i < len(a) and j < len(b):
         start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
@@ -79,20 +102,30 @@ def intersect(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
     return out
 
 
-def clip(intervals: Sequence[Interval], lo: float, hi: float) -> list[Interval]:
-    """Return the parts of sorted, disjoint intervals inside [lo, hi]."""
-    ends = [e for _, e in intervals]
-    out = []
-    for start, end in intervals[bisect_left(ends, lo) :]:
-        if start >= hi:
+def complement(intervals: Sequence[Interval], lo: float, hi: float) -> list[Interval]:
+    """Return the parts of [lo, hi] outside sorted, disjoint intervals."""
+    out, cursor = [], lo
+    for start, end in intervals:
+        if start > cursor:
+            out.append((cursor, min(start, hi)))
+        cursor = max(cursor, end)
+        if cursor >= hi:
             break
-        out.append((max(start, lo), min(end, hi)))
+    if cursor < hi:
+        out.append((cursor, hi))
+    return [(s, e) for s, e in out if e > s]
+
+
+def waits(kernels: Sequence[Kernel]) -> list[Interval | None]:
+    """Return, for each kernel (in start order), the time it was due but not running: from its launch,
+    or its stream's previous kernel's end when later, to its start; None when its launch is unknown."""
+    stream_end: dict[int, float] = {}
+    out: list[Interval | None] = []
+    for k in kernels:
+        due = None if k.launch is None else max(k.launch, stream_end.get(k.stream, k.launch))
+        out.append(None if due is None else (due, max(due, k.start)))
+        stream_end[k.stream] = max(stream_end.get(k.stream, k.end), k.end)
     return out
-
-
-def gaps(intervals: Sequence[Interval]) -> list[Interval]:
-    """Return the holes between sorted, disjoint intervals."""
-    return [(a[1], b[0]) for a, b in pairwise(intervals) if b[0] > a[1]]
 
 
 def traces(bundle: Path) -> dict[str, list[Kernel]]:
@@ -116,49 +149,68 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     if node not in kernels:
         raise ValueError(f"{bundle}: '{node}' has no kernel trace (run it with --kernel-trace {node})")
     own_all = kernels.pop(node)
-    others = {name: merge((k.start, k.end) for k in ks) for name, ks in kernels.items()}
-    other_union = merge(iv for ivs in others.values() for iv in ivs)
+    due = waits(own_all)
+    others = {name: Intervals((k.start, k.end) for k in ks) for name, ks in kernels.items()}
+    other_union = Intervals(iv for o in others.values() for iv in o.items)
     starts = [k.start for k in own_all]
     rows: list[dict[str, Any]] = []
+    counted: set[int] = set()
+    empty = 0
     for req in app.requests:
         if req.warmup or req.status != RequestStatus.OK:
             continue
-        own = own_all[bisect_left(starts, req.start) : bisect_left(starts, req.end)]
+        first, last = bisect_left(starts, req.start), bisect_left(starts, req.end)
+        own = own_all[first:last]
         if not own:
+            empty += 1
             continue
+        counted.update(range(first, last))
         own_union = merge((k.start, k.end) for k in own)
-        span = (own_union[0][0], own_union[-1][1])
-        holes = gaps(own_union)
-        behind = [iv for hole in holes for iv in clip(other_union, *hole)]
-        slices = merge(behind)
-        by_node = {
-            name: measure(iv for hole in holes for iv in clip(ivs, *hole)) for name, ivs in others.items()
-        }
+        lo, hi = req.start, max(req.end, own_union[-1][1])
+        around = other_union.within(lo, hi)
+        holes = complement(own_union, lo, hi)
+        behind = intersect(holes, around)
+        known = [w for w in due[first:last] if w is not None]
+        waiting = merge(known) if len(known) == len(own) else None
         rows.append(
             {
                 "start": req.start,
                 "latency_s": req.metrics.get(metric, req.end - req.start),
                 "kernels": len(own),
                 "own_gpu_s": measure(own_union),
-                "span_s": span[1] - span[0],
+                "span_s": own_union[-1][1] - own_union[0][0],
+                "waiting_s": None if waiting is None else measure(waiting),
+                "waiting_others_s": None if waiting is None else measure(intersect(waiting, around)),
                 "behind_others_s": measure(behind),
                 "idle_s": measure(holes) - measure(behind),
-                "slices": len(slices),
-                "longest_slice_s": max((e - s for s, e in slices), default=0.0),
-                "slice_lengths_s": [e - s for s, e in slices],
-                "behind_by_node_s": by_node,
-                "concurrent_s": measure(intersect(own_union, other_union)),
+                "slices": len(behind),
+                "slice_lengths_s": [e - s for s, e in behind],
+                "behind_by_node_s": {
+                    name: measure(intersect(holes, ivs.within(lo, hi))) for name, ivs in others.items()
+                },
+                "concurrent_s": measure(intersect(own_union, around)),
             }
         )
-    # The share of the node's kernels that ran inside a counted request: the rest is priming, warm-up,
-    # work between requests, or (near 0) a trace whose clock does not match the records'.
-    inside = sum(r["kernels"] for r in rows)
-    coverage = inside / len(own_all) if own_all else None
-    return {"node": node, "traced": sorted([node, *others]), "coverage": coverage, "requests": rows}
+    # The share of the node's kernels that ran inside a counted request (each kernel once, however many
+    # requests' windows overlap it): the rest is priming, warm-up, work between requests, or (near 0) a
+    # trace whose clock does not match the records'.
+    coverage = len(counted) / len(own_all) if own_all else None
+    return {
+        "node": node,
+        "traced": sorted([node, *others]),
+        "coverage": coverage,
+        "requests_without_kernels": empty,
+        "requests": rows,
+    }
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
+
+
+def nearest_rank(values: Sequence[float], q: float) -> int:
+    """Return the index, in ``sorted(values)``, of the ``q``-th percentile by nearest rank."""
+    return max(0, math.ceil(q / 100 * len(values)) - 1)
 
 
 def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
@@ -166,19 +218,27 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     rows = acc["requests"]
 
     def col(key: str) -> list[float]:
-        return [float(r[key]) for r in rows]
+        return [float(r[key]) for r in rows if r[key] is not None]
 
-    out: dict[str, Any] = {"requests": len(rows), "traced": acc["traced"], "coverage": acc["coverage"]}
-    for key in (
+    out: dict[str, Any] = {
+        "requests": len(rows),
+        "requests_without_kernels": acc["requests_without_kernels"],
+        "traced": acc["traced"],
+        "coverage": acc["coverage"],
+    }
+    keys = (
         "latency_s",
         "own_gpu_s",
         "span_s",
+        "waiting_s",
+        "waiting_others_s",
         "behind_others_s",
         "idle_s",
         "concurrent_s",
         "kernels",
         "slices",
-    ):
+    )
+    for key in keys:
         out[key] = {"p50": _pct(col(key), 50), "p99": _pct(col(key), 99)}
     lengths = [x for r in rows for x in r["slice_lengths_s"]]
     out["slice_s"] = {"p50": _pct(lengths, 50), "p99": _pct(lengths, 99), "max": max(lengths, default=None)}
@@ -186,12 +246,11 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     out["behind_by_node_s"] = {n: _pct([r["behind_by_node_s"].get(n, 0.0) for r in rows], 50) for n in names}
     out["headroom"] = None
     if slo_s is not None and rows:
-        worst = max(rows, key=lambda r: r["latency_s"])
-        p99 = sorted(rows, key=lambda r: r["latency_s"])[min(len(rows) - 1, int(0.99 * len(rows)))]
+        ranked = sorted(rows, key=lambda r: r["latency_s"])
+        p99 = ranked[nearest_rank([r["latency_s"] for r in rows], 99)]
         behind = p99["behind_others_s"]
         if behind > 0:
             out["headroom"] = (slo_s - (p99["latency_s"] - behind)) / behind
-        out["worst_latency_s"] = worst["latency_s"]
     return out
 
 
@@ -212,24 +271,26 @@ def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
     def count(s: dict[str, Any], key: str) -> str:
         return "-" if s[key]["p50"] is None else f"{s[key]['p50']:.0f}"
 
+    def slices(s: dict[str, Any]) -> str:
+        return f"{_ms(s['slice_s']['p50'])} / {_ms(s['slice_s']['p99'])} / {_ms(s['slice_s']['max'])}"
+
+    def by_node(s: dict[str, Any]) -> str:
+        return ", ".join(f"{n} {_ms(v)}" for n, v in s["behind_by_node_s"].items()) or "-"
+
     figures: list[tuple[str, Any]] = [
-        ("requests", lambda s: str(s["requests"])),
+        ("requests (without a kernel)", lambda s: f"{s['requests']} ({s['requests_without_kernels']})"),
         ("own kernels inside them", lambda s: _share(s["coverage"])),
         ("latency p50 / p99 (ms)", lambda s: pair(s, "latency_s")),
         ("kernels a request, p50", lambda s: count(s, "kernels")),
         ("own GPU time p50 / p99 (ms)", lambda s: pair(s, "own_gpu_s")),
         ("GPU span p50 / p99 (ms)", lambda s: pair(s, "span_s")),
+        ("waiting p50 / p99 (ms)", lambda s: pair(s, "waiting_s")),
+        ("waiting while others ran p50 / p99 (ms)", lambda s: pair(s, "waiting_others_s")),
         ("behind others p50 / p99 (ms)", lambda s: pair(s, "behind_others_s")),
         ("idle p50 / p99 (ms)", lambda s: pair(s, "idle_s")),
         ("slices a request, p50", lambda s: count(s, "slices")),
-        (
-            "slice p50 / p99 / max (ms)",
-            lambda s: f"{_ms(s['slice_s']['p50'])} / {_ms(s['slice_s']['p99'])} / {_ms(s['slice_s']['max'])}",
-        ),
-        (
-            "behind, by node, p50 (ms)",
-            lambda s: ", ".join(f"{n} {_ms(v)}" for n, v in s["behind_by_node_s"].items()) or "-",
-        ),
+        ("slice p50 / p99 / max (ms)", slices),
+        ("behind, by node, p50 (ms)", by_node),
         ("concurrent p50 / p99 (ms)", lambda s: pair(s, "concurrent_s")),
         ("headroom (x behind others)", lambda s: "-" if s["headroom"] is None else f"x{s['headroom']:.1f}"),
     ]
@@ -248,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the summaries and every request's account here")
     p.add_argument("--md", type=Path, help="write the table as Markdown here (for docs/results/)")
     args = p.parse_args(argv)
-    summaries, accounts = {}, {}
+    summaries, accounts, skipped = {}, {}, []
     for item in args.run:
         label, sep, path = item.partition("=")
         if not sep or not label or not path:
@@ -256,25 +317,26 @@ def main(argv: list[str] | None = None) -> int:
         try:
             accounts[label] = account(Path(path), args.node, args.metric)
         except (OSError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+            # One run without its trace (a cold machine's resumed sweep) leaves the others' account.
+            print(f"error: {label}: {exc}", file=sys.stderr)
+            skipped.append(label)
+            continue
         summaries[label] = summarize(accounts[label], args.slo)
+    if not summaries:
+        return 1
     print(table(summaries))
     if args.md:
         args.md.write_text(table(summaries, markdown=True) + "\n")
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "node": args.node,
-                    "slo_s": args.slo,
-                    "runs": summaries,
-                    "requests": {k: a["requests"] for k, a in accounts.items()},
-                },
-                indent=1,
-            )
-        )
-    return 0
+        document = {
+            "node": args.node,
+            "slo_s": args.slo,
+            "runs": summaries,
+            "skipped": skipped,
+            "requests": {k: a["requests"] for k, a in accounts.items()},
+        }
+        args.json.write_text(json.dumps(document, indent=1))
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":

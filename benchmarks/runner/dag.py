@@ -111,6 +111,11 @@ def run_workflow(
     return run.execute(repeat_index)
 
 
+# Seconds a node with a kernel trace gets beyond the stop grace to write its trace once stopped (a
+# minute of recording can hold a million kernels: seconds of post-processing in the profiler).
+TRACE_WRITE_GRACE_S = 30.0
+
+
 def node_env(scheduler_env: Mapping[str, str], device: str) -> dict[str, str]:
     """Return the environment a node's process adds: its scheduler's, and for a node on the CPU no
     visible GPU (``CUDA_VISIBLE_DEVICES`` empty), so that nothing it loads uses one behind the
@@ -498,7 +503,9 @@ class _Run:
         for s in self.nodes.values():
             if s.status is not NodeStatus.STOPPING or s.stop_sent_at is None or s.process is None:
                 continue
-            late = clock.now() - s.stop_sent_at - self.stop_grace_s
+            # A traced node writes its kernel trace after its last request: it gets the time for that.
+            grace = self.stop_grace_s + (TRACE_WRITE_GRACE_S if s.trace_file is not None else 0.0)
+            late = clock.now() - s.stop_sent_at - grace
             if late > 0 and s.process.is_alive():
                 if late < 0.5:
                     s.process.terminate()

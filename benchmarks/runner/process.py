@@ -111,6 +111,8 @@ def app_process_main(
     ]
     drivers: list[Driver] = []
     trace = None if kernel_trace is None else KernelTrace(kernel_trace)
+    if trace is not None:
+        trace.prepare()  # torch before the application's libraries (benchmarks.monitor.kernels)
 
     def ready(loaded: list[dict[str, Any]]) -> None:
         emit(
@@ -118,16 +120,17 @@ def app_process_main(
             loaded=loaded[0] if sessions == 1 else {**loaded[0], "sessions": sessions},
             planned=sum(d.planned_records() for d in drivers),
         )
-        while go is not None and not go.acquire(timeout=0.05):
-            if stopped():
-                raise AppStopped
         if trace is not None:
+            # Before the go: starting CUPTI must not delay this node's first request behind its group's.
             try:
                 problem = trace.start()
             except Exception as exc:
                 problem = f"kernel trace not started: {type(exc).__name__}: {exc}"
             if problem is not None:
                 emit("log", level="warning", message=problem)
+        while go is not None and not go.acquire(timeout=0.05):
+            if stopped():
+                raise AppStopped
 
     status, error, code = NodeStatus.SUCCEEDED, None, 0
     try:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmarks.schedulers import SCHEDULERS, SchedulerParamError, scheduler_params
 from benchmarks.spec.export import to_dict
@@ -27,6 +27,8 @@ from benchmarks.spec.yaml_text import read_yaml_document
 MAX_LEVELS = 50
 MAX_REPEATS = 100
 MAX_WORKFLOWS = 20
+# Node names a sweep file may list (solo:, kernel_trace:).
+MAX_SOLO_NODES = 320
 # A scheduler entry's own label: a name that may hold dots (credit-0.3).
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -194,11 +196,18 @@ class SweepFile(_Model):
     first_step_s: float = Field(60.0, gt=0, description="a step's cost before any was measured")
     kernel_trace: list[str] = Field(
         default_factory=list,
-        max_length=MAX_WORKFLOWS * 16,
+        max_length=MAX_SOLO_NODES,
         description="nodes whose GPU kernels every run that has them records (docs/monitor.md)",
     )
     smoke: Smoke | None = None
     output: Output = Output()
+
+    @field_validator("solo")
+    @classmethod
+    def _few_solo_nodes(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, list) and len(value) > MAX_SOLO_NODES:
+            raise ValueError(f"at most {MAX_SOLO_NODES} node names")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> SweepFile:
@@ -247,7 +256,7 @@ def _model_errors(exc: ValidationError, lines: Mapping[Path_, int]) -> list[Spec
     for err in exc.errors():
         loc: Path_ = tuple(p for p in err["loc"] if isinstance(p, str | int))
         # pydantic names the branch of a union (float | dict) it tried; the file's path is what users see.
-        loc = tuple(p for p in loc if p not in ("float", "dict[str,float]"))
+        loc = tuple(p for p in loc if p not in ("float", "dict[str,float]", "bool", "list[str]"))
         message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         message = message.removeprefix("Value error, ")
         out.append(SpecError(loc, _line_of(lines, loc), message))

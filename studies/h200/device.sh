@@ -27,6 +27,8 @@
 # $OUT/h200-NAME-gpu.tar.gz; the wheel and the GGUF files are shared with the study.
 # STUDY_TASK=gpu-session runs studies/h200/gpu-session.sh after steps 1-2 instead of steps 3-5 (issue 22
 # item 6 and issue 23's H200 table: the chatbot's harness overhead and settings grid, the model servers).
+# STUDY_PREPARE_ONLY=1 stops after steps 1-2; STUDY_HOLD=FILE waits, before step 3, until FILE is gone
+# (studies/h200/queue.sh: its GPU tests run beside the build, never beside a measured run).
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}
@@ -50,19 +52,7 @@ fi
 log() { echo "[$(date +%H:%M:%S) +${SECONDS}s] $*"; }
 
 log "1. wheels"
-missing=$(python3 - <<'PY'
-import importlib.metadata, pathlib, re
-for wheel in sorted(pathlib.Path(".device/wheels").glob("*.whl")):
-    dist = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
-    try:
-        importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        print(wheel)
-PY
-)
-if [ -n "$missing" ]; then
-  python3 -m pip install -q --no-index --no-deps $missing || exit 1
-fi
+bash studies/h200/wheels.sh || exit 1
 
 log "2. llama-cpp-python and llama-server with CUDA; meanwhile the random GGUF files every step loads"
 TASK=${STUDY_TASK:-sweep}
@@ -94,6 +84,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > 
 if [ "$TASK" = gpu-session ]; then
   CALL_S=$CALL_S STUDY_ELAPSED_S=$SECONDS OUT=$OUT bash studies/h200/gpu-session.sh
   exit $?
+fi
+if [ -n "${STUDY_PREPARE_ONLY:-}" ]; then
+  log "setup done (STUDY_PREPARE_ONLY)"
+  exit 0
+fi
+if [ -n "${STUDY_HOLD:-}" ] && [ -e "$STUDY_HOLD" ]; then
+  log "   waiting for $STUDY_HOLD to go (other GPU work of this call) before the measured runs"
+  while [ -e "$STUDY_HOLD" ]; do sleep 2; done
 fi
 
 if [ -n "${STUDY_MONITOR_COST:-}" ]; then

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # The GPU work still pending (studies/h200/README.md, "Next GPU sessions") as one queue: the same command
 # every call, on one warm machine, until it exits 0 (3: work left, call again at once; the machine is
-# given back 30 s after a call):
+# given back 30 s after a call; 4: the rest is done but the trace sweep was skipped, its tests failed;
+# any other code: something failed, read the output before calling again):
 #   run(kind="nvidia-h200", carry=[".device"], timeout_s=600, command="bash studies/h200/queue.sh")
 # Each call:
-#   - once, in the background while the first sweep's device.sh builds llama.cpp: the kernel profile in
-#     diffusers' (B, S, H, D) layout in fp16 (issue 21: why cbkernels' 3 % does not reach the SD 3.5
-#     step) and the GPU tests of the attention switch and of kernel traces;
+#   - once, in the background while the first sweep's device.sh builds llama.cpp (device.sh holds its
+#     sweep steps until this is done, so that nothing else runs on the GPU beside a measured run): the
+#     GPU tests of kernel traces, the kernel profile in diffusers' (B, S, H, D) layout in fp16 (issue 21:
+#     why cbkernels' 3 % does not reach the SD 3.5 step) and the GPU tests of the attention switch; each
+#     one's exit code in results/h200-study/queue/NAME.rc (tried once: a failure is read, not retried);
 #   - the sweeps of QUEUE in order, each through device.sh with the time this call has left (a sweep
 #     whose device.sh exits 0 is complete: a marker in results/h200-study/queue/); their archives go to
-#     $OUT as device.sh writes them;
+#     $OUT as device.sh writes them. The trace sweep runs only if the trace tests passed (its traces
+#     would not place kernels in their requests otherwise), and never from a committed archive (the
+#     archive leaves the traces out);
 #   - once the trace sweep is complete, the caption chunks' account from its kernel traces
-#     (benchmarks.perf.kernel_slices) -> $OUT/video-kernel-slices-h200.{txt,json} in every later call:
-#     the traces stay on the machine (the archive leaves them out).
+#     (benchmarks.perf.kernel_slices) -> $OUT/video-kernel-slices-h200.{txt,json,md} in every later
+#     call, and L1's traces themselves (a few MB, not for git) under $OUT/traces/.
 # Order: issue 19's kernel trace (~5 min), issue 21's sharing grid (~13 min), issue 19's video sweep
 # (credit's break level: ~2 min a step). A fresh machine first builds llama.cpp (~7 min).
 set -uo pipefail
@@ -28,16 +33,30 @@ log() { echo "[$(date +%H:%M:%S) +${SECONDS}s queue] $*"; }
 # The GPU's time-slice setting between processes' contexts (nvidia-smi compute-policy), for the account
 # of how the captions share the GPU under greedy.
 { nvidia-smi compute-policy -l; nvidia-smi -q -d COMPUTE; } > "$OUT/compute-policy.txt" 2>&1 || true
-side=
-if [ ! -f "$STATE/side.done" ]; then
+
+# attempt NAME SECONDS COMMAND...: run COMMAND once ever (its output in STATE/NAME.txt, its exit code in
+# STATE/NAME.rc).
+attempt() {
+  local name=$1 budget=$2
+  shift 2
+  [ -f "$STATE/$name.rc" ] && return
+  timeout -k 10 "$budget" "$@" > "$STATE/$name.txt" 2>&1
+  echo $? > "$STATE/$name.rc"
+}
+
+HOLD=$STATE/side.hold
+rm -f "$HOLD"  # left by a call killed at its limit
+if [ ! -f "$STATE/gpu-tests.rc" ]; then
+  bash studies/h200/wheels.sh || { log "the carried wheels did not install"; exit 1; }
+  touch "$HOLD"
   (
-    timeout -k 10 240 python3 -m cbkernels.profile --shape 2,24,4429,64 --dtype fp16 --layout bshd --no-ncu \
-      --json "$STATE/kernels-h200-bshd-fp16.json" > "$STATE/kernels-h200-bshd-fp16.txt" 2>&1
-    timeout -k 10 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/apps/test_attention.py \
-      tests/benchmarks/monitor/test_kernels.py tests/benchmarks/runner/test_dag.py > "$STATE/gpu-tests.txt" 2>&1
-    touch "$STATE/side.done"
+    trap 'rm -f "$HOLD"' EXIT
+    attempt trace-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu \
+      tests/benchmarks/monitor/test_kernels.py tests/benchmarks/runner/test_dag.py
+    attempt kernels-h200-bshd-fp16 240 python3 -m cbkernels.profile --shape 2,24,4429,64 --dtype fp16 \
+      --layout bshd --no-ncu --json "$STATE/kernels-h200-bshd-fp16.json"
+    attempt gpu-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/apps/test_attention.py
   ) &
-  side=$!
 fi
 
 slices() {
@@ -46,12 +65,17 @@ slices() {
     [ -f "$s/video-solo-$level-captions/result.json" ] && runs+=(--run "alone-$level=$s/video-solo-$level-captions")
     [ -f "$s/video-mix-$level-greedy/result.json" ] && runs+=(--run "greedy-$level=$s/video-mix-$level-greedy")
   done
-  python3 -m benchmarks.perf.kernel_slices --node captions --slo 1 "${runs[@]}" \
-    --json "$STATE/video-kernel-slices-h200.json" --md "$STATE/video-kernel-slices-h200.md" \
-    > "$STATE/video-kernel-slices-h200.txt" 2>&1
-  log "kernel slices exit $?"
-  cat "$STATE/video-kernel-slices-h200.txt"
-  # L1's traces themselves (a few MB of gzip CSV), to account again here if need be (not for git).
+  timeout -k 10 300 python3 -m benchmarks.perf.kernel_slices --node captions --slo 1 "${runs[@]}" \
+    --json "$STATE/slices.json.tmp" --md "$STATE/slices.md.tmp" > "$STATE/slices.txt.tmp" 2>&1
+  local rc=$?
+  log "kernel slices exit $rc"
+  cat "$STATE/slices.txt.tmp"
+  # Kept even when a run had no trace (exit 1: the others' account stands); not after a timeout.
+  if [ "$rc" -le 1 ]; then
+    for ext in json md txt; do
+      [ -f "$STATE/slices.$ext.tmp" ] && mv "$STATE/slices.$ext.tmp" "$STATE/video-kernel-slices-h200.$ext"
+    done
+  fi
   for run in video-solo-L1-captions video-mix-L1-greedy; do
     for trace in "$s/$run"/artifacts/*/kernels.csv.gz; do
       [ -f "$trace" ] || continue
@@ -62,7 +86,7 @@ slices() {
   done
 }
 
-status=0
+status=0 skipped=0
 for name in "${QUEUE[@]}"; do
   if [ ! -f "$STATE/$name.done" ]; then
     left=$((LIMIT - SECONDS))
@@ -73,12 +97,27 @@ for name in "${QUEUE[@]}"; do
     fi
     from=docs/results/h200-$name-gpu.tar.gz
     [ -f "$from" ] || from=
+    if [ "$name" = video-kernel-trace ]; then
+      from=
+      # The trace tests run while device.sh builds; device.sh holds its steps until they are done.
+      OUT=$OUT STUDY_CALL_S=$left STUDY_HOLD=$HOLD STUDY_PREPARE_ONLY=1 STUDY_SWEEP=studies/h200/$name.yml \
+        bash studies/h200/device.sh || { status=$?; log "$name: device.sh setup exit $status"; break; }
+      while [ -e "$HOLD" ]; do sleep 2; done
+      if [ "$(cat "$STATE/trace-tests.rc" 2>/dev/null)" != 0 ]; then
+        log "$name: skipped, the kernel trace tests did not pass:"
+        tail -n 30 "$STATE/trace-tests.txt"
+        skipped=4
+        continue
+      fi
+      left=$((LIMIT - SECONDS))
+    fi
     log "$name ($left s left)"
-    OUT=$OUT STUDY_CALL_S=$left STUDY_FROM=$from STUDY_SWEEP=studies/h200/$name.yml bash studies/h200/device.sh
+    OUT=$OUT STUDY_CALL_S=$left STUDY_FROM=$from STUDY_HOLD=$HOLD STUDY_SWEEP=studies/h200/$name.yml \
+      bash studies/h200/device.sh
     rc=$?
     log "$name: device.sh exit $rc"
     if [ "$rc" -ne 0 ]; then
-      status=3
+      status=$rc  # 3: steps pending, call again; another code: a failure to read first
       break
     fi
     touch "$STATE/$name.done"
@@ -88,12 +127,15 @@ for name in "${QUEUE[@]}"; do
   fi
 done
 
-[ -n "$side" ] && wait "$side"
-for f in kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt video-kernel-slices-h200.json \
-  video-kernel-slices-h200.txt video-kernel-slices-h200.md; do
+[ "$status" -eq 0 ] && status=$skipped
+while [ -e "$HOLD" ]; do sleep 2; done
+for f in trace-tests.txt kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt \
+  video-kernel-slices-h200.json video-kernel-slices-h200.txt video-kernel-slices-h200.md; do
   [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"
 done
 [ -d "$STATE/traces" ] && cp -r "$STATE/traces" "$OUT/"
-[ -f "$OUT/gpu-tests.txt" ] && tail -n 3 "$OUT/gpu-tests.txt"
-log "done (exit $status; 0: the queue is complete)"
+for f in "$STATE"/*.rc; do
+  [ -f "$f" ] && log "$(basename "$f" .rc): exit $(cat "$f")"
+done
+log "done (exit $status; 0: the queue is complete, 3: call again, 4: all but the trace sweep)"
 exit "$status"

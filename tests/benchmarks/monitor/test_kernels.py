@@ -12,10 +12,10 @@ from benchmarks.monitor.kernels import Kernel, KernelTrace, KernelTraceSpec, rea
 
 def test_a_trace_reads_back_in_start_order_with_its_end_from_the_duration(tmp_path: Path) -> None:
     path = tmp_path / "n" / "kernels.csv.gz"
-    write_trace(path, [(1.5, 250.0, 7, "gemm<float, 128>"), (2.0, 1000.0, 13, "Memcpy HtoD")])
+    write_trace(path, [(1.5, 250.0, 1.49, 7, "gemm<float, 128>"), (2.0, 1000.0, None, 13, "Memcpy HtoD")])
     assert list(read_trace(path)) == [
-        Kernel(1.5, pytest.approx(1.50025), 7, "gemm<float, 128>"),
-        Kernel(2.0, pytest.approx(2.001), 13, "Memcpy HtoD"),
+        Kernel(1.5, pytest.approx(1.50025), 1.49, 7, "gemm<float, 128>"),
+        Kernel(2.0, pytest.approx(2.001), None, 13, "Memcpy HtoD"),
     ]
     assert not list(path.parent.glob("*.tmp"))
 
@@ -24,8 +24,8 @@ def test_a_trace_reads_back_in_start_order_with_its_end_from_the_duration(tmp_pa
     ("text", "message"),
     [
         ("a,b\n1,2\n", "not a kernel trace"),
-        ("start_s,dur_us,stream,name\n1.0,x,7,k\n", ":2: malformed kernel row"),
-        ("start_s,dur_us,stream,name\n1.0,2.0\n", ":2: malformed kernel row"),
+        ("start_s,dur_us,launch_s,stream,name\n1.0,x,,7,k\n", ":2: malformed kernel row"),
+        ("start_s,dur_us,launch_s,stream,name\n1.0,2.0\n", ":2: malformed kernel row"),
     ],
 )
 def test_a_file_that_is_no_trace_is_refused_with_its_line(tmp_path: Path, text: str, message: str) -> None:
@@ -41,6 +41,7 @@ def test_without_a_cuda_device_no_trace_starts_and_none_is_written(tmp_path: Pat
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
     trace = KernelTrace(KernelTraceSpec(str(tmp_path / "kernels.csv.gz"), 0.0))
+    trace.prepare()
     assert trace.start() == "no CUDA device in this process: no kernel trace"
     assert trace.stop() is None
     assert not (tmp_path / "kernels.csv.gz").exists()
@@ -54,6 +55,7 @@ def test_a_trace_records_the_kernels_of_the_process_on_the_runs_clock(tmp_path: 
 
     t0 = clock.now()
     trace = KernelTrace(KernelTraceSpec(str(tmp_path / "kernels.csv.gz"), t0))
+    trace.prepare()
     x = torch.randn(1024, 1024, device="cuda")
     assert trace.start() is None
     before = clock.now() - t0
@@ -61,4 +63,6 @@ def test_a_trace_records_the_kernels_of_the_process_on_the_runs_clock(tmp_path: 
     after = clock.now() - t0
     assert trace.stop()
     kernels = list(read_trace(tmp_path / "kernels.csv.gz"))
+    # On the run's clock, launched by the calls CUPTI recorded, and no range or marker among them.
     assert kernels and all(before - 0.01 <= k.start <= k.end <= after + 0.01 for k in kernels)
+    assert all(k.launch is not None and before - 0.01 <= k.launch <= k.start for k in kernels)

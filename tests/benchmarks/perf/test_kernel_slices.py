@@ -4,12 +4,13 @@ by hand (this machine has no GPU to trace), so that every figure has a known ans
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from benchmarks.files import bundle_path
-from benchmarks.monitor.kernels import TRACE_FILE, write_trace
+from benchmarks.monitor.kernels import TRACE_FILE, Kernel, write_trace
 from benchmarks.perf import kernel_slices
 from benchmarks.results import load_bundle, write_bundle
 from benchmarks.runner import run_workflow
@@ -34,33 +35,42 @@ b: {type: Sleep, sleep_time: 0.1, num_requests: 1}
 
 
 def lay_out(bundle: Path) -> None:
-    """Within each of a's requests (s = its start): a's kernels at s+10, s+50 and s+100 ms, 10 ms each;
-    b's at s+25 ms for 20 ms (between a's first two) and at s+55 ms for 10 ms (half over a's second)."""
-    a_rows, b_rows = [], []
+    """Within each of a's requests (s = its start): a's kernels at s+10, s+50 and s+100 ms, 10 ms each,
+    launched at s+5, s+40 and s+95 ms; b's at s+25 ms for 20 ms (between a's first two) and at s+55 ms
+    for 10 ms (half over a's second)."""
+    a_rows: list[tuple[float, float, float | None, int, str]] = []
+    b_rows: list[tuple[float, float, float | None, int, str]] = []
     for req in next(x for x in load_bundle(bundle).applications if x.name == "a").requests:
         s = req.start
-        a_rows += [(s + t * MS, 10_000.0, 7, "own") for t in (10, 50, 100)]
-        b_rows += [(s + 25 * MS, 20_000.0, 7, "other"), (s + 55 * MS, 10_000.0, 7, "other")]
+        a_rows += [
+            (s + t * MS, 10_000.0, s + launch * MS, 7, "own") for t, launch in ((10, 5), (50, 40), (100, 95))
+        ]
+        b_rows += [(s + 25 * MS, 20_000.0, None, 7, "other"), (s + 55 * MS, 10_000.0, None, 7, "other")]
     write_trace(bundle_path(bundle / "artifacts", "a") / TRACE_FILE, a_rows)
     write_trace(bundle_path(bundle / "artifacts", "b") / TRACE_FILE, b_rows)
 
 
-def test_each_request_is_split_into_own_time_turns_behind_others_and_idle(bundle: Path) -> None:
+def test_each_request_is_split_into_own_time_waits_turns_behind_others_and_idle(bundle: Path) -> None:
     lay_out(bundle)
     acc = kernel_slices.account(bundle, "a")
     assert acc["traced"] == ["a", "b"] and len(acc["requests"]) == 2 and acc["coverage"] == 1.0
+    assert acc["requests_without_kernels"] == 0
     for row in acc["requests"]:
+        latency = row["latency_s"]
         assert row["kernels"] == 3
         assert row["own_gpu_s"] == pytest.approx(30 * MS)
         assert row["span_s"] == pytest.approx(100 * MS)
-        # Holes 20-50 and 60-100 ms: b ran 25-45 and 60-65 in them.
+        # Due from launch to start: 5-10, 40-50 and 95-100 ms; b ran during 40-45 of them.
+        assert row["waiting_s"] == pytest.approx(20 * MS) and row["waiting_others_s"] == pytest.approx(5 * MS)
+        # Outside a's kernels in its window (0-10, 20-50, 60-100, 110 ms-end): b ran 25-45 and 60-65.
         assert row["behind_others_s"] == pytest.approx(25 * MS)
-        assert row["idle_s"] == pytest.approx(45 * MS)
-        assert row["slices"] == 2 and row["longest_slice_s"] == pytest.approx(20 * MS)
+        assert row["idle_s"] == pytest.approx(latency - 30 * MS - 25 * MS)
+        assert row["slices"] == 2 and max(row["slice_lengths_s"]) == pytest.approx(20 * MS)
         assert row["behind_by_node_s"] == {"b": pytest.approx(25 * MS)}
         assert row["concurrent_s"] == pytest.approx(5 * MS)
         assert row["latency_s"] == pytest.approx(0.2, abs=0.05)
     summary = kernel_slices.summarize(acc, slo_s=1.0)
+    # The p99 of 2 requests by nearest rank is the slower one.
     worst = max(r["latency_s"] for r in acc["requests"])
     assert summary["headroom"] == pytest.approx((1.0 - (worst - 25 * MS)) / (25 * MS))
     assert summary["slice_s"]["max"] == pytest.approx(20 * MS)
@@ -80,10 +90,38 @@ def test_the_command_prints_a_column_per_run_and_writes_every_request(
     assert saved["node"] == "a" and len(saved["requests"]["x"]) == 2
 
 
-def test_a_node_without_a_trace_is_named_with_the_option_that_takes_one(bundle: Path, capsys) -> None:
+def test_a_run_without_its_trace_is_named_and_the_others_are_still_accounted_for(
+    bundle: Path, tmp_path: Path, capsys
+) -> None:
     lay_out(bundle)
-    (bundle_path(bundle / "artifacts", "a") / TRACE_FILE).unlink()
-    assert kernel_slices.main(["--node", "a", "--run", f"x={bundle}"]) == 1
-    assert "'a' has no kernel trace (run it with --kernel-trace a)" in capsys.readouterr().err
+    untraced = tmp_path / "untraced"
+    shutil.copytree(bundle, untraced)
+    (bundle_path(untraced / "artifacts", "a") / TRACE_FILE).unlink()
+    assert kernel_slices.main(["--node", "a", "--run", f"x={bundle}", "--run", f"y={untraced}"]) == 1
+    out, err = capsys.readouterr()
+    assert "y: " in err and "'a' has no kernel trace (run it with --kernel-trace a)" in err
+    assert out.splitlines()[0].split() == ["figure", "x"]
     assert kernel_slices.main(["--node", "zz", "--run", f"x={bundle}"]) == 1
     assert "no application 'zz' in this run" in capsys.readouterr().err
+
+
+def test_interval_helpers_on_edges_touching_windows_and_streams() -> None:
+    ivs = kernel_slices.Intervals([(0.0, 1.0), (1.0, 2.0), (5.0, 6.0), (3.0, 3.0)])
+    assert ivs.items == [(0.0, 2.0), (5.0, 6.0)]  # touching ones joined, empty one dropped
+    assert ivs.within(2.0, 5.0) == [] and ivs.within(1.5, 5.5) == [(1.5, 2.0), (5.0, 5.5)]
+    assert kernel_slices.complement([(1.0, 2.0), (3.0, 4.0)], 0.0, 3.5) == [(0.0, 1.0), (2.0, 3.0)]
+    assert kernel_slices.complement([], 0.0, 1.0) == [(0.0, 1.0)]
+    kernels = [
+        Kernel(1.0, 2.0, 0.5, 7, "k"),  # due at its launch
+        Kernel(2.5, 3.0, 1.5, 7, "k"),  # launched during the first: due at its end (2.0)
+        Kernel(2.2, 2.4, 2.2, 9, "k"),  # another stream, started at once
+        Kernel(4.0, 5.0, None, 7, "k"),  # launch unknown
+    ]
+    assert kernel_slices.waits(kernels) == [(0.5, 1.0), (2.0, 2.5), (2.2, 2.2), None]
+    assert [kernel_slices.nearest_rank(list(range(n)), 99) for n in (1, 2, 50, 100, 101)] == [
+        0,
+        1,
+        49,
+        98,
+        99,
+    ]

@@ -252,3 +252,8 @@ def test_solo_and_kernel_trace_name_nodes_and_an_unknown_one_is_reported_at_its_
         (10, "solo[1]", "no workflow has a node 'sing'"),
         (11, "kernel_trace[0]", "no workflow has a node 'dance'"),
     ]
+
+
+def test_a_solo_list_too_long_is_refused_with_its_bound(tmp_path):
+    names = ", ".join(["talk"] * 321)
+    assert problems(tmp_path, GOOD + f"solo: [{names}]\n") == [(10, "solo", "at most 320 node names")]
