@@ -24,8 +24,8 @@ and the requests in which none ran (a trace cut short: CUPTI's buffers full).
 
 Each figure is per request; the table gives the median and p99 over the run's requests. ``headroom``
 is how many times the time behind others would have to grow before the p99 request (nearest rank)
-misses its SLO: (SLO - (latency - behind others)) / behind others, a projection from the measured run,
-not a measurement.
+misses its SLO: (SLO - (latency - behind others)) / behind others (0 when it misses even without that
+time), a projection from the measured run, not a measurement.
 
     python3 -m benchmarks.perf.kernel_slices --node captions --slo 1.0 \\
         --run alone=BUNDLE --run greedy-L1=BUNDLE [--json out.json] [--md out.md]
@@ -250,7 +250,8 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
         p99 = ranked[nearest_rank([r["latency_s"] for r in rows], 99)]
         behind = p99["behind_others_s"]
         if behind > 0:
-            out["headroom"] = (slo_s - (p99["latency_s"] - behind)) / behind
+            # 0: that request misses even without the others' time.
+            out["headroom"] = max(0.0, (slo_s - (p99["latency_s"] - behind)) / behind)
     return out
 
 

@@ -15,17 +15,18 @@
 #     $OUT as device.sh writes them. The trace sweep runs only if the trace tests passed (its traces
 #     would not place kernels in their requests otherwise), and never from a committed archive (the
 #     archive leaves the traces out);
-#   - once the trace sweep is complete, the caption chunks' account from its kernel traces
-#     (benchmarks.perf.kernel_slices) -> $OUT/video-kernel-slices-h200.{txt,json,md} in every later
-#     call, and L1's traces themselves (a few MB, not for git) under $OUT/traces/.
-# Order: issue 19's kernel trace (~5 min), issue 21's sharing grid (~13 min), issue 19's video sweep
-# (credit's break level: ~2 min a step). A fresh machine first builds llama.cpp (~7 min).
+#   - once a traced sweep (video-kernel-trace, captions-crowd) is complete, the caption chunks' account
+#     from its kernel traces (benchmarks.perf.kernel_slices) -> $OUT/SWEEP-slices.{txt,json,md} in every
+#     later call, and its first two runs' traces themselves (a few MB, not for git) under $OUT/traces/.
+# Order: issue 19's kernel trace (~5 min) and captions beside K image processes (~5 min), issue 21's
+# sharing grid (~13 min), issue 19's video sweep (credit's break level: ~2 min a step). A fresh machine
+# first builds llama.cpp (~7 min).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-queue-out}
 LIMIT=${LIMIT:-540}
 ROOT=results/h200-study
 STATE=$ROOT/queue
-QUEUE=(video-kernel-trace kernels-sharing video-creation)
+QUEUE=(video-kernel-trace captions-crowd kernels-sharing video-creation)
 mkdir -p "$OUT" "$STATE"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
 log() { echo "[$(date +%H:%M:%S) +${SECONDS}s queue] $*"; }
@@ -59,32 +60,44 @@ if [ ! -f "$STATE/gpu-tests.rc" ]; then
   ) &
 fi
 
+# slices SWEEP LABEL=BUNDLE...: the captions' account of a traced sweep's runs (those it has) into
+# STATE/SWEEP-slices.{txt,json,md}, kept when complete (exit 1: a run without its trace, the others'
+# account stands; not after a timeout), and the first two runs' traces under STATE/traces/SWEEP.
 slices() {
-  local s=$ROOT/video-kernel-trace runs=()
-  for level in L1 L3; do
-    [ -f "$s/video-solo-$level-captions/result.json" ] && runs+=(--run "alone-$level=$s/video-solo-$level-captions")
-    [ -f "$s/video-mix-$level-greedy/result.json" ] && runs+=(--run "greedy-$level=$s/video-mix-$level-greedy")
+  local sweep=$1 runs=() copy=() item
+  shift
+  for item in "$@"; do
+    [ -f "$ROOT/$sweep/${item#*=}/result.json" ] || continue
+    runs+=(--run "${item%%=*}=$ROOT/$sweep/${item#*=}")
+    copy+=("${item#*=}")
   done
+  [ "${#runs[@]}" -gt 0 ] || return
   timeout -k 10 300 python3 -m benchmarks.perf.kernel_slices --node captions --slo 1 "${runs[@]}" \
     --json "$STATE/slices.json.tmp" --md "$STATE/slices.md.tmp" > "$STATE/slices.txt.tmp" 2>&1
   local rc=$?
-  log "kernel slices exit $rc"
+  log "$sweep: kernel slices exit $rc"
   cat "$STATE/slices.txt.tmp"
-  # Kept even when a run had no trace (exit 1: the others' account stands); not after a timeout.
   if [ "$rc" -le 1 ]; then
     for ext in json md txt; do
-      [ -f "$STATE/slices.$ext.tmp" ] && mv "$STATE/slices.$ext.tmp" "$STATE/video-kernel-slices-h200.$ext"
+      [ -f "$STATE/slices.$ext.tmp" ] && mv "$STATE/slices.$ext.tmp" "$STATE/$sweep-slices.$ext"
     done
   fi
-  for run in video-solo-L1-captions video-mix-L1-greedy; do
-    for trace in "$s/$run"/artifacts/*/kernels.csv.gz; do
+  local run trace node
+  for run in "${copy[@]:0:2}"; do
+    for trace in "$ROOT/$sweep/$run"/artifacts/*/kernels.csv.gz; do
       [ -f "$trace" ] || continue
       node=$(basename "$(dirname "$trace")")
-      mkdir -p "$STATE/traces/$run/$node"
-      cp "$trace" "$STATE/traces/$run/$node/"
+      mkdir -p "$STATE/traces/$sweep/$run/$node"
+      cp "$trace" "$STATE/traces/$sweep/$run/$node/"
     done
   done
 }
+
+# The runs each traced sweep's account compares, as LABEL=BUNDLE.
+declare -A ACCOUNT=(
+  [video-kernel-trace]="alone-L1=video-solo-L1-captions greedy-L1=video-mix-L1-greedy alone-L3=video-solo-L3-captions greedy-L3=video-mix-L3-greedy"
+  [captions-crowd]="K0=k0-mix-K-greedy K1=k1-mix-K-greedy K3=k3-mix-K-greedy K6=k6-mix-K-greedy"
+)
 
 status=0 skipped=0
 for name in "${QUEUE[@]}"; do
@@ -122,15 +135,16 @@ for name in "${QUEUE[@]}"; do
     fi
     touch "$STATE/$name.done"
   fi
-  if [ "$name" = video-kernel-trace ] && [ ! -f "$STATE/video-kernel-slices-h200.txt" ]; then
-    slices
+  if [ -n "${ACCOUNT[$name]:-}" ] && [ ! -f "$STATE/$name-slices.txt" ]; then
+    # shellcheck disable=SC2086  # the list splits into its LABEL=BUNDLE items
+    slices "$name" ${ACCOUNT[$name]}
   fi
 done
 
 [ "$status" -eq 0 ] && status=$skipped
 while [ -e "$HOLD" ]; do sleep 2; done
-for f in trace-tests.txt kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt \
-  video-kernel-slices-h200.json video-kernel-slices-h200.txt video-kernel-slices-h200.md; do
+for f in trace-tests.txt kernels-h200-bshd-fp16.json kernels-h200-bshd-fp16.txt gpu-tests.txt "$STATE"/*-slices.*; do
+  f=$(basename "$f")
   [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"
 done
 [ -d "$STATE/traces" ] && cp -r "$STATE/traces" "$OUT/"

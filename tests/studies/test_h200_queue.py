@@ -72,17 +72,18 @@ def test_the_sweeps_run_in_order_and_a_complete_one_never_runs_again(tmp_path: P
     assert calls(cwd) == [
         "video-kernel-trace from=none setup",
         "video-kernel-trace from=none",
+        "captions-crowd from=none",
         "kernels-sharing from=none",
     ]
     (cwd / "rc-kernels-sharing").unlink()
     second = queue(cwd, limit=5000)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert calls(cwd)[3:] == [
+    assert calls(cwd)[4:] == [
         "kernels-sharing from=none",
         "video-creation from=docs/results/h200-video-creation-gpu.tar.gz",
     ]
     third = queue(cwd, limit=5000)
-    assert third.returncode == 0 and len(calls(cwd)) == 5
+    assert third.returncode == 0 and len(calls(cwd)) == 6
 
 
 def test_a_failed_sweep_stops_the_queue_with_its_code_not_call_again(tmp_path: Path) -> None:
@@ -100,6 +101,7 @@ def test_the_trace_sweep_waits_for_passing_trace_tests_and_the_others_still_run(
     assert "video-kernel-trace: skipped, the kernel trace tests did not pass" in done.stdout
     assert calls(cwd) == [
         "video-kernel-trace from=none setup",
+        "captions-crowd from=none",
         "kernels-sharing from=none",
         "video-creation from=none",
     ]
