@@ -82,7 +82,9 @@ def _launch(page: Any, app: LiveApp, workflow_id: int, repeats: int = 1, schedul
 def _wait_all_succeeded(page: Any, app: LiveApp, count: int) -> None:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while True:
-        runs = page.evaluate("fetch('/api/v1/runs/?limit=100').then((r) => r.json())")["results"]
+        # Through the browser context's request API (its login cookie), not the page: the launched run's
+        # live page reloads itself when the run ends, which would destroy a script evaluating in it.
+        runs = page.request.get(f"{app.url}/api/v1/runs/?limit=100").json()["results"]
         if sum(r["status"] == "succeeded" for r in runs) >= count:
             return
         failed = [(r["id"], r["error"]) for r in runs if r["status"] in ("failed", "cancelled")]
