@@ -252,6 +252,14 @@ def accelerators(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def traced_nodes(result: Mapping[str, Any]) -> list[str]:
+    """Return the nodes whose GPU kernels were traced (``nodes[].kernel_trace``), from a ``result.json``
+    mapping: their latencies include CUPTI's cost (docs/monitor.md, "Kernel traces")."""
+    return [
+        str(n.get("name")) for n in result.get("nodes", []) if isinstance(n, dict) and n.get("kernel_trace")
+    ]
+
+
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Return a ``result.json`` mapping of an earlier schema version in the current shape (JSON types
     only), or ``data`` itself when it is not of an earlier version.

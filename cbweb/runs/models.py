@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmarks.models import random_substitution, random_weights_name
-from benchmarks.results import accelerators
+from benchmarks.results import accelerators, traced_nodes
 from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
@@ -114,6 +114,11 @@ class Run(models.Model):
         """``node: accelerator`` for each node that ran a model (``benchmarks.results.accelerators``
         over the stored result); empty before the run finished."""
         return accelerators(self.result) if isinstance(self.result, dict) else []
+
+    @property
+    def traced_nodes(self) -> list[str]:
+        """The nodes whose GPU kernels the run traced (``benchmarks.results.traced_nodes``)."""
+        return traced_nodes(self.result) if isinstance(self.result, dict) else []
 
     @property
     def random_weights(self) -> list[str]:

@@ -342,3 +342,10 @@ def test_accelerators_name_each_nodes_device_the_captions_backend_chosen_and_a_c
         "img: mps (Apple silicon)",
         "cap: cpu (faster_whisper; auto: a CTranslate2 model on the CPU)",
     ]
+
+
+def test_traced_nodes_are_read_from_a_stored_result_mapping() -> None:
+    from benchmarks.results import traced_nodes
+
+    result = {"nodes": [{"name": "a", "kernel_trace": "artifacts/a/kernels.csv.gz"}, {"name": "b"}, "junk"]}
+    assert traced_nodes(result) == ["a"] and traced_nodes({}) == []

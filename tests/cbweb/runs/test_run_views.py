@@ -392,3 +392,15 @@ def test_the_result_page_says_which_accelerator_each_node_ran_on(
     assert run_execute(run_id=run.pk, worker="test") == "succeeded"
     html = Client().get(f"/runs/{run.pk}/").content.decode()
     assert '<dt>Ran on</dt><dd id="accelerators">t: cpu</dd>' in html
+
+
+def test_the_result_page_names_the_nodes_whose_kernels_were_traced(finished_run: Run) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert 'id="kernel-trace"' not in html
+    # A bundle from `consumerbench run --kernel-trace` (imported): the result names each node's trace.
+    node = finished_run.result["nodes"][0]
+    node["kernel_trace"] = f"artifacts/{node['name']}/kernels.csv.gz"
+    finished_run.save(update_fields=["result"])
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert f'<dt>Kernel trace</dt><dd id="kernel-trace">{node["name"]} <small>' in html
+    assert "their latencies include the tracer's cost" in html
