@@ -2,25 +2,29 @@
 
 Reads bundles of runs taken with a kernel trace (``consumerbench run --kernel-trace NODE`` or a sweep's
 ``kernel_trace:``; benchmarks.monitor.kernels) and accounts for each counted request of one node (a live
-caption chunk, by default) on the GPU's own timeline, over the request's window (its start to its end,
-or to its last kernel's end when later):
+caption chunk, by default) on the GPU's own timeline, over the request's window: from when it was due
+(its arrival; a chunk behind the one before it waits for that one too) to its end, or to its last
+kernel's end when later. Over that window, latency = own GPU time + behind others + idle:
 
-- own GPU time: the union of the node's kernels launched during the request (seconds on the GPU); with
-  several sessions in one process (``concurrency``), their kernels are the node's alike;
-- GPU span: from the request's first kernel's start to its last kernel's end;
+- own GPU time: the union of the node's kernels that began in the window; with several sessions in one
+  process (``concurrency``), their kernels are the node's alike;
+- GPU span: from the window's first own kernel's start to its last one's end;
+- backlog: from when the request was due to when the node began it (the one before still running);
 - waiting: the time the node's kernels were launched and due (their stream's previous kernel done) but
-  not running: the request waiting for the GPU, from the launch calls CUPTI records ("-" without them);
-  "while others ran": the part of it in which another traced node's kernel ran;
-- behind others: the part of the window outside the node's own kernels in which another traced node's
-  kernels ran (an upper bound on what the others cost it: the node may have been busy on the CPU);
-- idle: the rest of the window outside its own kernels (its CPU work, launches, untraced processes);
-- slices: the maximal stretches of "behind others" (one turn of the others: its length), and whose;
+  not running ("-" without launch records). It includes the launch latency and the tracer's own cost,
+  so it is above 0 alone; "while others ran": the part of it in which another traced node's kernel ran;
+- behind others: the time in the window, outside the node's own kernels, in which another traced
+  node's kernels ran: the others' turns (the node may also have had CPU work of its own then);
+- idle: the rest of the window outside its own kernels: no traced kernel ran (the node's CPU work,
+  launches, context switches, untraced processes);
+- slices: the others' turns, one a hole between own kernels in which they ran (from their first
+  kernel's start to their last one's end there), their lengths, and whose;
 - concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
   contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
 
-The table also gives the share of the node's kernels that ran inside its counted requests (the rest:
-priming, warm-up and work between requests; near 0, a trace whose clock does not match the records')
-and the requests in which none ran (a trace cut short: CUPTI's buffers full).
+The table also gives the share of the node's kernels that began inside its counted requests' windows
+(the rest: priming, warm-up and work between requests; near 0, a trace whose clock does not match the
+records') and the requests in which none began (a trace cut short: CUPTI's buffers full).
 
 Each figure is per request; the table gives the median and p99 over the run's requests. ``headroom``
 is how many times the time behind others would have to grow before the p99 request (nearest rank)
@@ -159,23 +163,30 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     for req in app.requests:
         if req.warmup or req.status != RequestStatus.OK:
             continue
-        first, last = bisect_left(starts, req.start), bisect_left(starts, req.end)
+        # From when the request was due: a chunk that waits for the one before it (a backlog) waits
+        # for that one's kernels and the others' turns in between too.
+        lo = min(req.arrival, req.start)
+        first, last = bisect_left(starts, lo), bisect_left(starts, req.end)
         own = own_all[first:last]
         if not own:
             empty += 1
             continue
         counted.update(range(first, last))
         own_union = merge((k.start, k.end) for k in own)
-        lo, hi = req.start, max(req.end, own_union[-1][1])
+        hi = max(req.end, own_union[-1][1])
         around = other_union.within(lo, hi)
         holes = complement(own_union, lo, hi)
+        # One slice: the others' turn in one hole between own kernels, from its first kernel's start to
+        # its last one's end (their back-to-back kernels are one turn).
+        turns = [(pieces[0][0], pieces[-1][1]) for hole in holes if (pieces := intersect([hole], around))]
         behind = intersect(holes, around)
         known = [w for w in due[first:last] if w is not None]
         waiting = merge(known) if len(known) == len(own) else None
         rows.append(
             {
                 "start": req.start,
-                "latency_s": req.metrics.get(metric, req.end - req.start),
+                "latency_s": req.metrics.get(metric, req.end - lo),
+                "backlog_s": max(0.0, req.start - lo),
                 "kernels": len(own),
                 "own_gpu_s": measure(own_union),
                 "span_s": own_union[-1][1] - own_union[0][0],
@@ -183,8 +194,8 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
                 "waiting_others_s": None if waiting is None else measure(intersect(waiting, around)),
                 "behind_others_s": measure(behind),
                 "idle_s": measure(holes) - measure(behind),
-                "slices": len(behind),
-                "slice_lengths_s": [e - s for s, e in behind],
+                "slices": len(turns),
+                "slice_lengths_s": [e - s for s, e in turns],
                 "behind_by_node_s": {
                     name: measure(intersect(holes, ivs.within(lo, hi))) for name, ivs in others.items()
                 },
@@ -228,6 +239,7 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     }
     keys = (
         "latency_s",
+        "backlog_s",
         "own_gpu_s",
         "span_s",
         "waiting_s",
@@ -282,6 +294,7 @@ def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
         ("requests (without a kernel)", lambda s: f"{s['requests']} ({s['requests_without_kernels']})"),
         ("own kernels inside them", lambda s: _share(s["coverage"])),
         ("latency p50 / p99 (ms)", lambda s: pair(s, "latency_s")),
+        ("backlog p50 / p99 (ms)", lambda s: pair(s, "backlog_s")),
         ("kernels a request, p50", lambda s: count(s, "kernels")),
         ("own GPU time p50 / p99 (ms)", lambda s: pair(s, "own_gpu_s")),
         ("GPU span p50 / p99 (ms)", lambda s: pair(s, "span_s")),

@@ -125,3 +125,16 @@ def test_interval_helpers_on_edges_touching_windows_and_streams() -> None:
         98,
         99,
     ]
+
+
+def test_the_others_back_to_back_kernels_in_one_hole_are_one_turn(bundle: Path) -> None:
+    lay_out(bundle)
+    # b's first turn as 10 kernels of 1.9 ms, 0.1 ms apart (25-45 ms), instead of one of 20 ms.
+    rows: list[tuple[float, float, float | None, int, str]] = []
+    for req in next(x for x in load_bundle(bundle).applications if x.name == "a").requests:
+        rows += [(req.start + (25 + 2 * i) * MS, 1_900.0, None, 7, "other") for i in range(10)]
+        rows.append((req.start + 55 * MS, 10_000.0, None, 7, "other"))
+    write_trace(bundle_path(bundle / "artifacts", "b") / TRACE_FILE, sorted(rows))
+    for row in kernel_slices.account(bundle, "a")["requests"]:
+        assert row["slices"] == 2 and max(row["slice_lengths_s"]) == pytest.approx(19.9 * MS)
+        assert row["behind_others_s"] == pytest.approx(19 * MS + 5 * MS)
