@@ -89,7 +89,11 @@ HOLD=$STATE/side.hold
 rm -f "$HOLD"  # left by a call killed at its limit
 side=
 trap pack EXIT
-if [ ! -f "$STATE/gpu-tests.rc" ] || [ ! -f "$STATE/trace-tests.rc" ]; then
+missing=0
+for step in trace-tests kernels-h200-bshd-fp16 gpu-tests; do
+  [ -f "$STATE/$step.rc" ] || missing=1
+done
+if [ "$missing" = 1 ]; then
   bash studies/h200/wheels.sh || { log "the carried wheels did not install"; exit 1; }
   touch "$HOLD"
   (

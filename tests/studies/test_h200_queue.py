@@ -161,3 +161,13 @@ def test_a_setup_that_leaves_too_little_time_stops_before_the_sweep(tmp_path: Pa
     done = queue(cwd, limit=152)
     assert done.returncode == 3 and "after the setup" in done.stdout
     assert calls(cwd) == ["video-kernel-trace from=none setup"]
+
+
+def test_a_side_job_step_that_timed_out_runs_again_and_only_it(tmp_path: Path) -> None:
+    cwd = checkout(tmp_path)
+    state = cwd / "results" / "h200-study" / "queue"
+    (state / "kernels-h200-bshd-fp16.rc").unlink()  # timed out last call: no exit code kept
+    done = queue(cwd, limit=5000)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (state / "kernels-h200-bshd-fp16.rc").read_text().strip() != "0"  # no cbkernels here
+    assert (state / "trace-tests.txt").read_text() == "trace-tests output\n"  # not run again
