@@ -126,6 +126,16 @@ def log_in(page: Any, app: LiveApp) -> None:
     page.wait_for_url("**/workflows/")
 
 
+def wait_for_result(page: Any, timeout_ms: float) -> None:
+    """Wait until ``page``, a run's page, shows the run succeeded as the server renders a finished run.
+
+    The live page marks the status succeeded and then reloads itself; waiting for the status alone
+    returns before that reload, which then interrupts or changes what the test does next.
+    """
+    page.wait_for_selector('#progress-section[data-finished="1"]', timeout=timeout_ms)
+    page.wait_for_selector("#run-status.succeeded", timeout=5_000)
+
+
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     with serve(tmp_path_factory.mktemp("e2e")) as app:

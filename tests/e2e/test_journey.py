@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
+from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in, wait_for_result
 
 pytestmark = pytest.mark.browser
 RUN_TIMEOUT_MS = 90_000
@@ -32,7 +32,7 @@ def _launch_and_wait(page: Any, live_app: LiveApp, workflow_url: str) -> str:
         page.locator("#launch").click()
     run_url = page.url
     # The run page polls and reloads itself when the run finishes.
-    page.wait_for_selector("#run-status.succeeded", timeout=RUN_TIMEOUT_MS)
+    wait_for_result(page, RUN_TIMEOUT_MS)
     return run_url
 
 

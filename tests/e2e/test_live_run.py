@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.platform import gpus
-from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
+from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in, wait_for_result
 
 pytestmark = pytest.mark.browser
 
@@ -114,5 +114,5 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
     assert re.fullmatch(r"\d+ of 40", done), done
     page.screenshot(path=str(ARTIFACTS / "live-run.png"))
     # Once finished, the page reloads itself into the result.
-    page.wait_for_selector("#run-status.succeeded", timeout=120_000)
+    wait_for_result(page, 120_000)
     assert page.locator("#live-charts").count() == 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in
+from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in, wait_for_result
 
 pytestmark = pytest.mark.browser
 RUN_TIMEOUT_MS = 90_000
@@ -70,7 +70,7 @@ def _run(page: Any, workflow_url: str) -> str:
     with page.expect_navigation():
         page.locator("#launch").click()
     run_url = page.url
-    page.wait_for_selector("#run-status.succeeded", timeout=RUN_TIMEOUT_MS)
+    wait_for_result(page, RUN_TIMEOUT_MS)
     return str(run_url)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, LiveApp, _manage, log_in
+from tests.e2e.conftest import ARTIFACTS, LiveApp, _manage, log_in, wait_for_result
 
 pytestmark = pytest.mark.browser
 RUN_TIMEOUT_MS = 120_000
@@ -30,7 +30,7 @@ def test_the_launch_form_runs_random_twins_and_the_run_page_names_them(page: Any
     page.screenshot(path=str(ARTIFACTS / "weights-launch.png"), full_page=True)
     with page.expect_navigation():
         page.locator("#launch").click()
-    page.wait_for_selector("#run-status.succeeded", timeout=RUN_TIMEOUT_MS)
+    wait_for_result(page, RUN_TIMEOUT_MS)
     assert page.inner_text("#random-weights") == "random weights: whisper-tiny.en -> whisper-tiny@random"
     assert page.inner_text("#accelerators") == (
         "captions: cpu (transformers; auto: the model is a transformers Whisper)"
