@@ -39,7 +39,13 @@ from benchmarks.results import (
     write_bundle,
 )
 from benchmarks.runmeta import MetaError, check_meta, parse_meta_args
-from benchmarks.runner import PreflightError, machine_problems, memory_problems, run_workflow
+from benchmarks.runner import (
+    PreflightError,
+    kernel_trace_refusal,
+    machine_problems,
+    memory_problems,
+    run_workflow,
+)
 from benchmarks.schedulers import SCHEDULERS, SchedulerError, SchedulerParamError, effective_choice
 from benchmarks.spec.load import UnitCheck, load_file
 from benchmarks.spec.model import WEIGHTS, SpecError, Workflow, WorkflowValidationError
@@ -547,11 +553,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not 0 <= args.monitor_hz <= monitor.MAX_HZ:
         print(f"--monitor-hz must be between 0 (off) and {monitor.MAX_HZ:g}", file=sys.stderr)
         return EXIT_USAGE
-    unknown = [n for n in args.kernel_trace if n not in workflow.nodes]
-    if unknown:
-        print(
-            f"--kernel-trace: no node named {', '.join(map(repr, unknown))} in the workflow", file=sys.stderr
-        )
+    refusal = kernel_trace_refusal(workflow, args.kernel_trace)
+    if refusal:
+        print(f"--kernel-trace: {refusal}", file=sys.stderr)
         return EXIT_USAGE
     out = args.out or default_out_dir(workflow.name)
     refusal = _out_refusal(out, args.overwrite)

@@ -14,7 +14,7 @@ knows of a node), ``process`` (inside an application process), ``records`` (requ
 """
 
 from benchmarks.runner.checks import PreflightError, machine_problems, memory_problems, preflight
-from benchmarks.runner.dag import TIME_LIMIT_REASON, RunSink, run_workflow
+from benchmarks.runner.dag import TIME_LIMIT_REASON, RunSink, kernel_trace_refusal, run_workflow
 from benchmarks.runner.records import RECORDS_DIR
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "TIME_LIMIT_REASON",
     "PreflightError",
     "RunSink",
+    "kernel_trace_refusal",
     "machine_problems",
     "memory_problems",
     "preflight",

@@ -85,9 +85,9 @@ def run_workflow(
     Raises PreflightError (nothing started) when a GPU, model or file is missing, and SchedulerError
     when the scheduler cannot serve the run here.
     """
-    unknown = sorted(set(kernel_trace) - set(workflow.nodes))
-    if unknown:
-        raise ValueError(f"kernel_trace: no node named {', '.join(map(repr, unknown))} in the workflow")
+    refusal = kernel_trace_refusal(workflow, kernel_trace)
+    if refusal:
+        raise ValueError(f"kernel_trace: {refusal}")
     if kernel_trace and out_dir is None:
         raise ValueError("kernel_trace needs a bundle directory (out_dir) to write the traces into")
     problems = preflight(workflow, files)
@@ -109,6 +109,12 @@ def run_workflow(
         kernel_trace=frozenset(kernel_trace),
     )
     return run.execute(repeat_index)
+
+
+def kernel_trace_refusal(workflow: Workflow, nodes: Collection[str]) -> str | None:
+    """Return why ``nodes`` cannot be traced in ``workflow`` (names that are none of its nodes), or None."""
+    unknown = sorted(set(nodes) - set(workflow.nodes))
+    return f"no node named {', '.join(map(repr, unknown))} in the workflow" if unknown else None
 
 
 # Seconds a node with a kernel trace gets beyond the stop grace to write its trace once stopped (a
@@ -367,6 +373,8 @@ class _Run:
         trace = None
         if state.name in self.kernel_trace:
             state.trace_file = out_dir / TRACE_FILE
+            # A traced run has a bundle, whose artifacts/ folder this is.
+            state.trace_name = state.trace_file.relative_to(self.artifacts.parent).as_posix()
             trace = KernelTraceSpec(str(state.trace_file), self.t0)
         seed = self.workflow.seed if state.unit.seed is None else state.unit.seed
         # A client starts once its server node has loaded (its dependency), which reported its URL.

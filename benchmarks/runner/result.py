@@ -96,10 +96,7 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
         ),
         reason=state.reason if state.status is not NodeStatus.SUCCEEDED else None,
         server=state.loaded or None if app_type(state.unit).serves else None,
-        # artifacts/<node>/kernels.csv.gz, relative to the bundle.
-        kernel_trace=state.trace_file.relative_to(state.trace_file.parents[2]).as_posix()
-        if state.trace_file is not None and state.trace_file.is_file()
-        else None,
+        kernel_trace=state.trace_name if state.trace_file and state.trace_file.is_file() else None,
     )
 
 

@@ -52,3 +52,4 @@ class NodeState:
     go: Any = None
     released_at: float | None = None
     trace_file: Path | None = None  # its kernel trace (``kernel_trace``), once the process writes it
+    trace_name: str | None = None  # the same file, relative to the bundle (the result's name for it)
