@@ -27,7 +27,8 @@
 # $OUT/h200-NAME-gpu.tar.gz; the wheel and the GGUF files are shared with the study.
 # STUDY_TASK=gpu-session runs studies/h200/gpu-session.sh after steps 1-2 instead of steps 3-5 (issue 22
 # item 6 and issue 23's H200 table: the chatbot's harness overhead and settings grid, the model servers).
-# STUDY_PREPARE_ONLY=1 stops after steps 1-2; STUDY_HOLD=FILE waits, before step 3, until FILE is gone
+# STUDY_LLAMA=0 leaves llama.cpp out of step 2, for a sweep none of whose applications runs on it
+# (captions-crowd). STUDY_PREPARE_ONLY=1 stops after steps 1-2; STUDY_HOLD=FILE waits, before step 3, until FILE is gone
 # (studies/h200/queue.sh: its GPU tests run beside the build, never beside a measured run).
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
@@ -65,7 +66,9 @@ else
 fi
 prepare=$!
 SERVER=$PWD/$ROOT/build/cmake/bin/llama-server
-if [ ! -x "$SERVER" ] || ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
+if [ "${STUDY_LLAMA:-1}" = 0 ]; then
+  log "   skipped: no application of this sweep runs on llama.cpp (STUDY_LLAMA=0)"
+elif [ ! -x "$SERVER" ] || ! python3 -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)" 2>/dev/null; then
   wheel=$(ls "$ROOT"/build/llama_cpp_python-*.whl 2>/dev/null | head -n 1)
   if [ -z "$wheel" ] || [ ! -x "$SERVER" ]; then
     rm -f "$ROOT"/build/llama_cpp_python-*.whl
@@ -76,8 +79,10 @@ if [ ! -x "$SERVER" ] || ! python3 -c "import llama_cpp, sys; sys.exit(0 if llam
   fi
   python3 -m pip install -q --no-deps --force-reinstall "$wheel" || exit 1
 fi
-export CB_LLAMA_SERVER=$SERVER
-log "   llama-server: $("$SERVER" --version 2>&1 | tail -n 1)"
+if [ "${STUDY_LLAMA:-1}" != 0 ]; then
+  export CB_LLAMA_SERVER=$SERVER
+  log "   llama-server: $("$SERVER" --version 2>&1 | tail -n 1)"
+fi
 wait "$prepare" || { cat "$OUT/prepare.log"; exit 1; }
 log "   $(tr '\n' ' ' < "$OUT/prepare.log")"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"

@@ -31,6 +31,20 @@ ROOT=results/h200-study
 STATE=$ROOT/queue
 WORK=$STATE/out  # device.sh's outputs of this call, packed into $OUT at the end
 QUEUE=(video-kernel-trace captions-crowd kernels-sharing video-creation)
+# STUDY_QUEUE="NAME ...": these sweeps only, in this order (a short device budget: captions-crowd alone
+# needs no llama.cpp, so no build); STUDY_SIDE="STEP ...": the side job's steps run in this call (default
+# all three; trace-tests alone when no build runs beside it, since the measured runs wait for it).
+SIDE=(trace-tests kernels-h200-bshd-fp16 gpu-tests)
+for name in ${STUDY_QUEUE:-}; do
+  [[ " ${QUEUE[*]} " == *" $name "* ]] || { echo "STUDY_QUEUE: no sweep '$name' (${QUEUE[*]})" >&2; exit 2; }
+done
+for step in ${STUDY_SIDE:-}; do
+  [[ " ${SIDE[*]} " == *" $step "* ]] || { echo "STUDY_SIDE: no step '$step' (${SIDE[*]})" >&2; exit 2; }
+done
+# shellcheck disable=SC2206  # the lists split into their names
+QUEUE=(${STUDY_QUEUE:-${QUEUE[*]}}) SIDE=(${STUDY_SIDE:-${SIDE[*]}})
+# The sweeps none of whose applications runs on llama.cpp: device.sh skips its build for them.
+declare -A NO_LLAMA=([captions-crowd]=1)
 # The traced sweeps, and the runs each one's account compares (LABEL=BUNDLE).
 declare -A ACCOUNT=(
   [video-kernel-trace]="alone-L1=video-solo-L1-captions greedy-L1=video-mix-L1-greedy"
@@ -89,8 +103,21 @@ HOLD=$STATE/side.hold
 rm -f "$HOLD"  # left by a call killed at its limit
 side=
 trap pack EXIT
+# side_step NAME: one step of the side job.
+side_step() {
+  case $1 in
+    trace-tests)
+      attempt trace-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu \
+        tests/benchmarks/monitor/test_kernels.py tests/benchmarks/runner/test_dag.py ;;
+    kernels-h200-bshd-fp16)
+      attempt kernels-h200-bshd-fp16 240 python3 -m cbkernels.profile --shape 2,24,4429,64 --dtype fp16 \
+        --layout bshd --no-ncu --json "$STATE/kernels-h200-bshd-fp16.json" ;;
+    gpu-tests)
+      attempt gpu-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/apps/test_attention.py ;;
+  esac
+}
 missing=0
-for step in trace-tests kernels-h200-bshd-fp16 gpu-tests; do
+for step in "${SIDE[@]}"; do
   [ -f "$STATE/$step.rc" ] || missing=1
 done
 if [ "$missing" = 1 ]; then
@@ -98,11 +125,9 @@ if [ "$missing" = 1 ]; then
   touch "$HOLD"
   (
     trap 'rm -f "$HOLD"' EXIT
-    attempt trace-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu \
-      tests/benchmarks/monitor/test_kernels.py tests/benchmarks/runner/test_dag.py
-    attempt kernels-h200-bshd-fp16 240 python3 -m cbkernels.profile --shape 2,24,4429,64 --dtype fp16 \
-      --layout bshd --no-ncu --json "$STATE/kernels-h200-bshd-fp16.json"
-    attempt gpu-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/apps/test_attention.py
+    for step in "${SIDE[@]}"; do
+      side_step "$step"
+    done
   ) &
   side=$!
 fi
@@ -148,6 +173,8 @@ slices() {
 status=0 skipped=0
 for name in "${QUEUE[@]}"; do
   traced=${ACCOUNT[$name]:+yes}
+  llama=1
+  [ -n "${NO_LLAMA[$name]:-}" ] && llama=0
   if [ -n "$traced" ] && ls docs/results/"$name"-slices-*.json > /dev/null 2>&1; then
     continue  # its account is committed
   fi
@@ -162,7 +189,7 @@ for name in "${QUEUE[@]}"; do
     [ -f "$from" ] && [ -z "$traced" ] || from=
     if [ -n "$traced" ]; then
       # The trace tests run while device.sh builds; wait for them before the first traced run.
-      OUT=$WORK STUDY_CALL_S=$left STUDY_PREPARE_ONLY=1 STUDY_SWEEP=studies/h200/$name.yml \
+      OUT=$WORK STUDY_CALL_S=$left STUDY_PREPARE_ONLY=1 STUDY_SWEEP=studies/h200/$name.yml STUDY_LLAMA=$llama \
         bash studies/h200/device.sh || { status=$?; log "$name: device.sh setup exit $status"; break; }
       while [ -e "$HOLD" ]; do sleep 2; done
       if [ "$(cat "$STATE/trace-tests.rc" 2>/dev/null)" != 0 ]; then
@@ -179,7 +206,7 @@ for name in "${QUEUE[@]}"; do
     fi
     log "$name ($left s left)"
     OUT=$WORK STUDY_CALL_S=$left STUDY_FROM=$from STUDY_HOLD=$HOLD STUDY_SWEEP=studies/h200/$name.yml \
-      bash studies/h200/device.sh
+      STUDY_LLAMA=$llama bash studies/h200/device.sh
     rc=$?
     log "$name: device.sh exit $rc"
     if [ "$rc" -ne 0 ]; then

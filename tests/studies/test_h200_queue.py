@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE_DEVICE = """#!/usr/bin/env bash
 name=$(basename "$STUDY_SWEEP" .yml)
 echo "$name from=${STUDY_FROM:-none}${STUDY_PREPARE_ONLY:+ setup}" >> calls.log
+echo "$name ${STUDY_LLAMA:-unset}" >> llama.log
 if [ -n "${STUDY_PREPARE_ONLY:-}" ]; then
   sleep "$(cat setup-s 2>/dev/null || echo 0)"
   exit 0
@@ -47,8 +48,8 @@ def checkout(tmp_path: Path, trace_tests: int | None = 0) -> Path:
     return tmp_path
 
 
-def queue(cwd: Path, limit: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OUT": str(cwd / "out"), "LIMIT": str(limit)}
+def queue(cwd: Path, limit: int, **env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OUT": str(cwd / "out"), "LIMIT": str(limit), **env}
     return subprocess.run(
         ["bash", "studies/h200/queue.sh"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
@@ -171,3 +172,41 @@ def test_a_side_job_step_that_timed_out_runs_again_and_only_it(tmp_path: Path) -
     assert done.returncode == 0, done.stdout + done.stderr
     assert (state / "kernels-h200-bshd-fp16.rc").read_text().strip() != "0"  # no cbkernels here
     assert (state / "trace-tests.txt").read_text() == "trace-tests output\n"  # not run again
+
+
+def test_a_chosen_queue_runs_those_sweeps_in_its_order_and_builds_llama_cpp_only_where_needed(
+    tmp_path: Path,
+) -> None:
+    cwd = checkout(tmp_path)
+    done = queue(cwd, limit=5000, STUDY_QUEUE="captions-crowd kernels-sharing")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert calls(cwd) == [
+        "captions-crowd from=none setup",
+        "captions-crowd from=none",
+        "kernels-sharing from=none",
+    ]
+    # The captions and the image generators run on no llama.cpp: device.sh is told to skip its build.
+    assert (cwd / "llama.log").read_text().splitlines() == [
+        "captions-crowd 0",
+        "captions-crowd 0",
+        "kernels-sharing 1",
+    ]
+
+
+def test_a_chosen_side_job_runs_only_its_steps(tmp_path: Path) -> None:
+    cwd = checkout(tmp_path, trace_tests=None)
+    done = queue(cwd, limit=5000, STUDY_QUEUE="captions-crowd", STUDY_SIDE="trace-tests")
+    state = cwd / "results" / "h200-study" / "queue"
+    # No GPU here: the trace tests fail, so the traced sweep is skipped after its setup.
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert {p.stem for p in state.glob("*.rc")} == {"trace-tests"}
+    assert calls(cwd) == ["captions-crowd from=none setup"]
+
+
+def test_an_unknown_sweep_or_side_step_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    cwd = checkout(tmp_path)
+    sweep = queue(cwd, limit=5000, STUDY_QUEUE="captions-crowd video-kernel-trac")
+    assert sweep.returncode == 2 and "STUDY_QUEUE: no sweep 'video-kernel-trac'" in sweep.stderr
+    step = queue(cwd, limit=5000, STUDY_SIDE="gpu-test")
+    assert step.returncode == 2 and "STUDY_SIDE: no step 'gpu-test'" in step.stderr
+    assert calls(cwd) == []
