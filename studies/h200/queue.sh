@@ -132,12 +132,14 @@ if [ "$missing" = 1 ]; then
   side=$!
 fi
 
-# slices SWEEP LABEL=BUNDLE...: the captions' account of a traced sweep's runs into
-# STATE/SWEEP-slices.{txt,json,md}, kept only when every run had its trace; the captions' traces and
-# one other node's of the first two runs under STATE/traces/SWEEP.
+# slices SWEEP NAME LABEL=BUNDLE...: the captions' account of a traced sweep's runs into
+# STATE/NAME.{txt,json,md} (NAME: SWEEP-slices once the sweep is complete; SWEEP-partial-slices, of the
+# runs so far, when a call ends before it is, so that a machine taken back still returns an account),
+# kept only when every run had its trace; the captions' traces and one other node's of the first two
+# runs under STATE/traces/SWEEP.
 slices() {
-  local sweep=$1 runs=() copy=() item
-  shift
+  local sweep=$1 name=$2 runs=() copy=() item
+  shift 2
   for item in "$@"; do
     [ -f "$ROOT/$sweep/${item#*=}/result.json" ] || continue
     runs+=(--run "${item%%=*}=$ROOT/$sweep/${item#*=}")
@@ -147,11 +149,12 @@ slices() {
   timeout -k 10 300 python3 -m benchmarks.perf.kernel_slices --node captions --slo 1 "${runs[@]}" \
     --json "$STATE/slices.json.tmp" --md "$STATE/slices.md.tmp" > "$STATE/slices.txt.tmp" 2>&1
   local rc=$?
-  log "$sweep: kernel slices exit $rc"
+  log "$name: kernel slices exit $rc"
   cat "$STATE/slices.txt.tmp" | tee -a "$WORK/queue.log"
   if [ "$rc" -eq 0 ]; then
+    rm -f "$STATE/$sweep-partial-slices".*
     for ext in json md txt; do
-      mv "$STATE/slices.$ext.tmp" "$STATE/$sweep-slices.$ext"
+      mv "$STATE/slices.$ext.tmp" "$STATE/$name.$ext"
     done
   fi
   local run trace node others
@@ -211,13 +214,17 @@ for name in "${QUEUE[@]}"; do
     log "$name: device.sh exit $rc"
     if [ "$rc" -ne 0 ]; then
       status=$rc  # 3: steps pending, call again; another code: a failure to read first
+      if [ "$rc" -eq 3 ] && [ -n "$traced" ]; then
+        # shellcheck disable=SC2086  # the list splits into its LABEL=BUNDLE items
+        slices "$name" "$name-partial-slices" ${ACCOUNT[$name]}
+      fi
       break
     fi
     touch "$STATE/$name.done"
   fi
   if [ -n "$traced" ] && [ ! -f "$STATE/$name-slices.txt" ]; then
     # shellcheck disable=SC2086  # the list splits into its LABEL=BUNDLE items
-    slices "$name" ${ACCOUNT[$name]}
+    slices "$name" "$name-slices" ${ACCOUNT[$name]}
   fi
 done
 

@@ -24,6 +24,10 @@ if [ -n "${STUDY_PREPARE_ONLY:-}" ]; then
   exit 0
 fi
 echo "archive of $name" > "$OUT/h200-$name-gpu.tar.gz"
+# The runs this call finishes (a file of bundle names), as the sweep would leave them.
+for bundle in $(cat "bundles-$name" 2>/dev/null); do
+  mkdir -p "results/h200-study/$name/$bundle" && echo "{}" > "results/h200-study/$name/$bundle/result.json"
+done
 echo "plan of $name" > "$OUT/plan.txt"
 rc_file=rc-$name
 [ -f "$rc_file" ] && exit "$(cat "$rc_file")"
@@ -210,3 +214,38 @@ def test_an_unknown_sweep_or_side_step_is_refused_before_anything_runs(tmp_path:
     step = queue(cwd, limit=5000, STUDY_SIDE="gpu-test")
     assert step.returncode == 2 and "STUDY_SIDE: no step 'gpu-test'" in step.stderr
     assert calls(cwd) == []
+
+
+FAKE_SLICES = """import sys
+from pathlib import Path
+
+args = sys.argv[1:]
+runs = [args[i + 1].split("=")[0] for i, a in enumerate(args) if a == "--run"]
+for flag in ("--json", "--md"):
+    Path(args[args.index(flag) + 1]).write_text(" ".join(runs))
+print("account of", " ".join(runs))
+"""
+
+
+def test_a_traced_sweep_cut_short_returns_the_account_of_its_runs_so_far(tmp_path: Path) -> None:
+    cwd = checkout(tmp_path)
+    # The account's command, replaced: it writes the labels of the runs it was given.
+    perf = cwd / "benchmarks" / "perf"
+    perf.mkdir(parents=True)
+    (cwd / "benchmarks" / "__init__.py").write_text("")
+    (perf / "__init__.py").write_text("")
+    (perf / "kernel_slices.py").write_text(FAKE_SLICES)
+    (cwd / "rc-captions-crowd").write_text("3")
+    (cwd / "bundles-captions-crowd").write_text("k4-mix-K-greedy k2-mix-K-greedy")
+    first = queue(cwd, limit=5000, STUDY_QUEUE="captions-crowd")
+    assert first.returncode == 3, first.stdout + first.stderr
+    back = returned(cwd)
+    assert back["captions-crowd-partial-slices.md"] == b"K2 K4" and "captions-crowd-slices.md" not in back
+    (cwd / "rc-captions-crowd").unlink()
+    (cwd / "bundles-captions-crowd").write_text("k1-mix-K-greedy k0-mix-K-greedy")
+    second = queue(cwd, limit=5000, STUDY_QUEUE="captions-crowd")
+    assert second.returncode == 0, second.stdout + second.stderr
+    back = returned(cwd)
+    assert (
+        back["captions-crowd-slices.md"] == b"K0 K1 K2 K4" and "captions-crowd-partial-slices.md" not in back
+    )
