@@ -37,6 +37,9 @@ COLUMNS = ("start_s", "dur_us", "launch_s", "stream", "name")
 # What CUPTI records on the GPU's side that is not work there (as PyTorch's profiler names the kinds):
 # ranges and synchronisation markers. Everything else on the device's side is a kernel, copy or memset.
 NOT_WORK = frozenset({"gpu_user_annotation", "cuda_sync", "cuda_profiler_range"})
+# Before torch 2.13 (the GPU machine's 2.11) an event does not tell its kind; there the annotations say
+# so themselves and the synchronisation markers are known by Kineto's names for them.
+SYNC_NAMES = frozenset({"Event Sync", "Stream Sync", "Stream Wait Event", "Context Sync"})
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class KernelTrace:
         }
         rows = []
         for e in events:
-            if e.device_type().name != "CUDA" or e.activity_type() in NOT_WORK:
+            if e.device_type().name != "CUDA" or not is_work(e):
                 continue
             launch = launches.get(e.correlation_id())
             rows.append(
@@ -122,6 +125,14 @@ class KernelTrace:
         rows.sort(key=lambda r: r[0])
         write_trace(Path(self.spec.path), rows)
         return len(rows)
+
+
+def is_work(event: Any) -> bool:
+    """Whether a GPU-side profiler event is work there (a kernel, copy or memset), not a marker."""
+    activity = getattr(event, "activity_type", None)
+    if activity is not None:
+        return activity() not in NOT_WORK
+    return not event.is_user_annotation() and event.name() not in SYNC_NAMES
 
 
 def write_trace(path: Path, rows: list[tuple[float, float, float | None, int, str]]) -> None:

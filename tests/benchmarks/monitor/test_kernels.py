@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.monitor.kernels import Kernel, KernelTrace, KernelTraceSpec, read_trace, write_trace
+from benchmarks.monitor.kernels import Kernel, KernelTrace, KernelTraceSpec, is_work, read_trace, write_trace
 
 
 def test_a_trace_reads_back_in_start_order_with_its_end_from_the_duration(tmp_path: Path) -> None:
@@ -33,6 +33,39 @@ def test_a_file_that_is_no_trace_is_refused_with_its_line(tmp_path: Path, text: 
     path.write_bytes(gzip.compress(text.encode()))
     with pytest.raises(ValueError, match=message):
         list(read_trace(path))
+
+
+class _Event:
+    """A GPU-side profiler event as torch's bindings give it: ``kind`` None is torch before 2.13 (the
+    GPU machine's 2.11), whose events do not tell their kind."""
+
+    def __init__(self, name: str, kind: str | None, annotation: bool = False) -> None:
+        self._name, self._annotation = name, annotation
+        if kind is not None:
+            self.activity_type = lambda: kind
+
+    def name(self) -> str:
+        return self._name
+
+    def is_user_annotation(self) -> bool:
+        return self._annotation
+
+
+@pytest.mark.parametrize(
+    ("event", "work"),
+    [
+        (_Event("ampere_sgemm_128x64_nn", "kernel"), True),
+        (_Event("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy"), True),
+        (_Event("denoise", "gpu_user_annotation"), False),
+        (_Event("Stream Sync", "cuda_sync"), False),
+        (_Event("ampere_sgemm_128x64_nn", None), True),
+        (_Event("Memset (Device)", None), True),
+        (_Event("denoise", None, annotation=True), False),
+        (_Event("Context Sync", None), False),
+    ],
+)
+def test_markers_are_not_work_whether_or_not_the_event_tells_its_kind(event: _Event, work: bool) -> None:
+    assert is_work(event) is work
 
 
 def test_without_a_cuda_device_no_trace_starts_and_none_is_written(tmp_path: Path) -> None:
