@@ -22,6 +22,10 @@ kernel's end when later. Over that window, latency = own GPU time + behind other
 - concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
   contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
 
+A run in which another node on the GPU has no trace (not asked for, or its process was killed before it
+wrote it) names those nodes, and its figures about the others (waiting while others ran, behind others,
+idle, slices, by node, concurrent, headroom) are "-": the untraced node's turns would count as idle.
+
 The table also gives the share of the node's kernels that began inside its counted requests' windows
 (the rest: priming, warm-up and work between requests; near 0, a trace whose clock does not match the
 records') and the requests in which none began (a trace cut short: CUPTI's buffers full).
@@ -153,6 +157,9 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     if node not in kernels:
         raise ValueError(f"{bundle}: '{node}' has no kernel trace (run it with --kernel-trace {node})")
     own_all = kernels.pop(node)
+    untraced = sorted(
+        a.name for a in result.applications if a.device == "gpu" and a.name not in kernels and a.name != node
+    )
     due = waits(own_all)
     others = {name: Intervals((k.start, k.end) for k in ks) for name, ks in kernels.items()}
     other_union = Intervals(iv for o in others.values() for iv in o.items)
@@ -209,6 +216,7 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     return {
         "node": node,
         "traced": sorted([node, *others]),
+        "untraced": untraced,
         "coverage": coverage,
         "requests_without_kernels": empty,
         "requests": rows,
@@ -224,6 +232,10 @@ def nearest_rank(values: Sequence[float], q: float) -> int:
     return max(0, math.ceil(q / 100 * len(values)) - 1)
 
 
+# The figures about the other nodes' turns: unknown while one of them has no trace.
+OTHERS_KEYS = frozenset({"waiting_others_s", "behind_others_s", "idle_s", "concurrent_s", "slices"})
+
+
 def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     """Return the medians and p99s of an account's requests, and the headroom against ``slo_s``."""
     rows = acc["requests"]
@@ -235,6 +247,7 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
         "requests": len(rows),
         "requests_without_kernels": acc["requests_without_kernels"],
         "traced": acc["traced"],
+        "untraced": acc["untraced"],
         "coverage": acc["coverage"],
     }
     keys = (
@@ -250,14 +263,17 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
         "kernels",
         "slices",
     )
+    # Without every other GPU node's trace, their turns are indistinguishable from idle time.
+    blind = bool(acc["untraced"])
     for key in keys:
-        out[key] = {"p50": _pct(col(key), 50), "p99": _pct(col(key), 99)}
-    lengths = [x for r in rows for x in r["slice_lengths_s"]]
+        values = [] if blind and key in OTHERS_KEYS else col(key)
+        out[key] = {"p50": _pct(values, 50), "p99": _pct(values, 99)}
+    lengths = [] if blind else [x for r in rows for x in r["slice_lengths_s"]]
     out["slice_s"] = {"p50": _pct(lengths, 50), "p99": _pct(lengths, 99), "max": max(lengths, default=None)}
-    names = sorted({n for r in rows for n in r["behind_by_node_s"]})
+    names = [] if blind else sorted({n for r in rows for n in r["behind_by_node_s"]})
     out["behind_by_node_s"] = {n: _pct([r["behind_by_node_s"].get(n, 0.0) for r in rows], 50) for n in names}
     out["headroom"] = None
-    if slo_s is not None and rows:
+    if slo_s is not None and rows and not blind:
         ranked = sorted(rows, key=lambda r: r["latency_s"])
         p99 = ranked[nearest_rank([r["latency_s"] for r in rows], 99)]
         behind = p99["behind_others_s"]
@@ -292,6 +308,7 @@ def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
 
     figures: list[tuple[str, Any]] = [
         ("requests (without a kernel)", lambda s: f"{s['requests']} ({s['requests_without_kernels']})"),
+        ("GPU nodes without a trace", lambda s: ", ".join(s["untraced"]) or "none"),
         ("own kernels inside them", lambda s: _share(s["coverage"])),
         ("latency p50 / p99 (ms)", lambda s: pair(s, "latency_s")),
         ("backlog p50 / p99 (ms)", lambda s: pair(s, "backlog_s")),

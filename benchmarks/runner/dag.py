@@ -117,9 +117,10 @@ def kernel_trace_refusal(workflow: Workflow, nodes: Collection[str]) -> str | No
     return f"no node named {', '.join(map(repr, unknown))} in the workflow" if unknown else None
 
 
-# Seconds a node with a kernel trace gets beyond the stop grace to write its trace once stopped (a
-# minute of recording can hold a million kernels: seconds of post-processing in the profiler).
-TRACE_WRITE_GRACE_S = 30.0
+# Seconds a node with a kernel trace gets beyond the stop grace to write its trace once stopped: a
+# minute of SD 3.5 at 1024x1024 alone on an H100 (~16 images) took more than 30 s to write
+# (captions-crowd's K = 1, its trace lost); the process exits as soon as it is written.
+TRACE_WRITE_GRACE_S = 120.0
 
 
 def node_env(scheduler_env: Mapping[str, str], device: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -147,9 +148,12 @@ def app_process_main(
     finally:
         if trace is not None:
             try:
+                began = time.monotonic()
                 count = trace.stop()
                 if count is not None:
-                    emit("log", level="info", message=f"kernel trace: {count} GPU activities recorded")
+                    took = time.monotonic() - began
+                    message = f"kernel trace: {count} GPU activities written in {took:.1f} s"
+                    emit("log", level="info", message=message)
             except Exception as exc:
                 emit("log", level="warning", message=f"kernel trace not written: {type(exc).__name__}: {exc}")
         for driver in drivers:

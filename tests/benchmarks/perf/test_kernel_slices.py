@@ -138,3 +138,36 @@ def test_the_others_back_to_back_kernels_in_one_hole_are_one_turn(bundle: Path) 
     for row in kernel_slices.account(bundle, "a")["requests"]:
         assert row["slices"] == 2 and max(row["slice_lengths_s"]) == pytest.approx(19.9 * MS)
         assert row["behind_others_s"] == pytest.approx(19 * MS + 5 * MS)
+
+
+def test_a_gpu_node_without_its_trace_blanks_the_figures_about_the_others(
+    bundle: Path, tmp_path: Path, capsys
+) -> None:
+    lay_out(bundle)
+    # b as it is on a GPU machine (this one runs the Sleep nodes on the CPU), its trace never written:
+    # a process killed before it wrote it. Its turns would otherwise count as a's idle time.
+    blind = tmp_path / "blind"
+    shutil.copytree(bundle, blind)
+    (bundle_path(blind / "artifacts", "b") / TRACE_FILE).unlink()
+    result = json.loads((blind / "result.json").read_text())
+    for item in (*result["applications"], *result["nodes"]):
+        if item["name"] == "b":
+            item["device"] = "gpu"
+    (blind / "result.json").write_text(json.dumps(result))
+    acc = kernel_slices.account(blind, "a")
+    assert acc["traced"] == ["a"] and acc["untraced"] == ["b"]
+    summary = kernel_slices.summarize(acc, slo_s=1.0)
+    for key in ("waiting_others_s", "behind_others_s", "idle_s", "concurrent_s", "slices"):
+        assert summary[key] == {"p50": None, "p99": None}, key
+    assert summary["headroom"] is None and summary["behind_by_node_s"] == {}
+    assert summary["slice_s"] == {"p50": None, "p99": None, "max": None}
+    # What a's own kernels tell stays.
+    assert summary["own_gpu_s"]["p50"] == pytest.approx(30 * MS)
+    assert summary["waiting_s"]["p50"] == pytest.approx(20 * MS)
+    args = ["--node", "a", "--slo", "1", "--run", f"x={bundle}", "--run", f"y={blind}"]
+    assert kernel_slices.main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.startswith("GPU nodes without a trace"))
+    assert row.split()[-2:] == ["none", "b"]
+    behind = next(line for line in lines if line.startswith("behind others"))
+    assert behind.split()[-6:] == ["25.0", "/", "25.0", "-", "/", "-"]
