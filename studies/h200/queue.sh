@@ -21,7 +21,8 @@
 #     the sweeps' archives (h200-NAME-gpu.tar.gz, as device.sh writes them), queue-out.tar.gz (every
 #     other output: logs, plans, the side job's results, the accounts) and, when it fits in 15 MiB,
 #     traces.tar (the captions' traces and one other node's of each traced sweep's first two runs).
-# Order: issue 19's kernel trace (~3 min) and captions beside K image processes (~5 min), issue 21's
+# Order: issue 19's kernel trace (~3 min), captions beside K image processes (~5 min) and beside K busy
+# matmul processes (~3 min), issue 21's
 # sharing grid (~13 min), issue 19's video sweep (credit's break level: ~2 min a step). A fresh machine
 # first builds llama.cpp (~7 min).
 set -uo pipefail
@@ -30,7 +31,7 @@ LIMIT=${LIMIT:-540}
 ROOT=results/h200-study
 STATE=$ROOT/queue
 WORK=$STATE/out  # device.sh's outputs of this call, packed into $OUT at the end
-QUEUE=(video-kernel-trace captions-crowd kernels-sharing video-creation)
+QUEUE=(video-kernel-trace captions-crowd captions-busy kernels-sharing video-creation)
 # STUDY_QUEUE="NAME ...": these sweeps only, in this order (a short device budget: captions-crowd alone
 # needs no llama.cpp, so no build); STUDY_SIDE="STEP ...": the side job's steps run in this call (default
 # all three; trace-tests alone when no build runs beside it, since the measured runs wait for it).
@@ -44,11 +45,12 @@ done
 # shellcheck disable=SC2206  # the lists split into their names
 QUEUE=(${STUDY_QUEUE:-${QUEUE[*]}}) SIDE=(${STUDY_SIDE:-${SIDE[*]}})
 # The sweeps none of whose applications runs on llama.cpp: device.sh skips its build for them.
-declare -A NO_LLAMA=([captions-crowd]=1)
+declare -A NO_LLAMA=([captions-crowd]=1 [captions-busy]=1)
 # The traced sweeps, and the runs each one's account compares (LABEL=BUNDLE).
 declare -A ACCOUNT=(
   [video-kernel-trace]="alone-L1=video-solo-L1-captions greedy-L1=video-mix-L1-greedy"
   [captions-crowd]="K0=k0-mix-K-greedy K1=k1-mix-K-greedy K2=k2-mix-K-greedy K4=k4-mix-K-greedy"
+  [captions-busy]="K8=b8-mix-K-greedy K16=b16-mix-K-greedy"
 )
 mkdir -p "$OUT" "$STATE"
 rm -rf "$WORK" && mkdir -p "$WORK"

@@ -102,18 +102,20 @@ def test_the_sweeps_run_in_order_and_a_complete_one_never_runs_again(tmp_path: P
         "video-kernel-trace from=none",
         "captions-crowd from=none setup",
         "captions-crowd from=none",
+        "captions-busy from=none setup",
+        "captions-busy from=none",
         "kernels-sharing from=none",
     ]
     assert returned(cwd)["h200-kernels-sharing-gpu.tar.gz"] == b"archive of kernels-sharing\n"
     (cwd / "rc-kernels-sharing").unlink()
     second = queue(cwd, limit=5000)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert calls(cwd)[5:] == [
+    assert calls(cwd)[7:] == [
         "kernels-sharing from=none",
         "video-creation from=docs/results/h200-video-creation-gpu.tar.gz",
     ]
     third = queue(cwd, limit=5000)
-    assert third.returncode == 0 and len(calls(cwd)) == 7
+    assert third.returncode == 0 and len(calls(cwd)) == 9
 
 
 def test_a_traced_sweep_whose_account_is_committed_is_not_run_again(tmp_path: Path) -> None:
@@ -140,6 +142,7 @@ def test_the_traced_sweeps_wait_for_passing_trace_tests_and_the_others_still_run
     assert calls(cwd) == [
         "video-kernel-trace from=none setup",
         "captions-crowd from=none setup",
+        "captions-busy from=none setup",
         "kernels-sharing from=none",
         "video-creation from=none",
     ]
