@@ -283,6 +283,15 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
     return out
 
 
+def request_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Return a request's account as the JSON keeps it: its slices' lengths as their median, p99 and
+    longest (thousands a request: megabytes a run in full)."""
+    out = {k: v for k, v in row.items() if k != "slice_lengths_s"}
+    lengths = row["slice_lengths_s"]
+    out["slice_s"] = {"p50": _pct(lengths, 50), "p99": _pct(lengths, 99), "max": max(lengths, default=None)}
+    return out
+
+
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f} %"
 
@@ -364,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             "slo_s": args.slo,
             "runs": summaries,
             "skipped": skipped,
-            "requests": {k: a["requests"] for k, a in accounts.items()},
+            "requests": {k: [request_row(r) for r in a["requests"]] for k, a in accounts.items()},
         }
         args.json.write_text(json.dumps(document, indent=1))
     return 1 if skipped else 0

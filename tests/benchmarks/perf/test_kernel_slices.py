@@ -88,6 +88,10 @@ def test_the_command_prints_a_column_per_run_and_writes_every_request(
     assert "| behind others p50 / p99 (ms) | 25.0 / 25.0 |" in md.read_text()
     saved = json.loads(out.read_text())
     assert saved["node"] == "a" and len(saved["requests"]["x"]) == 2
+    # A request's slices as their median, p99 and longest, not each one.
+    assert "slice_lengths_s" not in saved["requests"]["x"][0]
+    assert saved["requests"]["x"][0]["slice_s"]["max"] == pytest.approx(20 * MS)
+    assert saved["requests"]["x"][0]["behind_others_s"] == pytest.approx(25 * MS)
 
 
 def test_a_run_without_its_trace_is_named_and_the_others_are_still_accounted_for(
