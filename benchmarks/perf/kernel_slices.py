@@ -19,8 +19,9 @@ kernel's end when later. Over that window, latency = own GPU time + behind other
   launches, context switches, untraced processes);
 - slices: the others' turns, one a hole between own kernels in which they ran (from their first
   kernel's start to their last one's end there), their lengths, and whose;
-- concurrent: own kernel time during which another node's kernel also ran (0 when the processes'
-  contexts are time-sliced, as without MPS; MPS clients run kernels side by side).
+- concurrent: own kernel time during which another node's kernel also ran (MPS clients run kernels
+  side by side; with time-sliced contexts it is not 0 either: CUPTI's record of a kernel spans the time
+  its context was switched out, docs/monitor.md).
 
 A run in which another node on the GPU has no trace (not asked for, or its process was killed before it
 wrote it) names those nodes, and its figures about the others (waiting while others ran, behind others,
