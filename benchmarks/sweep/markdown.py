@@ -107,18 +107,29 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Return a grid's overview of one workflow: one row per level and scheduler with its mean
-    attainment, SM activity while serving, and the p50 of each metric an application's SLO names."""
-    columns = list(
+def _slo_columns(tables: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """Return (application, metric) for each metric an application's SLO names, over scheduler
+    tables ({scheduler: summary}), in order of appearance."""
+    return list(
         dict.fromkeys(
             (app, metric)
-            for per in grid.values()
+            for per in tables
             for s in per.values()
             for app, a in s.get("apps", {}).items()
             for metric in dict.fromkeys(parse_slo(text).metric for text in a["slo"])
         )
     )
+
+
+def _latency(s: Mapping[str, Any], app: str, metric: str, q: str) -> float | None:
+    value: float | None = ((s["apps"].get(app) or {}).get("latency_s", {}).get(metric) or {}).get(q)
+    return value
+
+
+def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Return a grid's overview of one workflow: one row per level and scheduler with its mean
+    attainment, SM activity while serving, and the p50 of each metric an application's SLO names."""
+    columns = _slo_columns(list(grid.values()))
     lines = [
         "",
         f"## Grid (workflow {name}): every level under every scheduler",
@@ -136,13 +147,43 @@ def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]
                     + " |" * len(columns)
                 )
                 continue
-            cells = [
-                _num(((s["apps"].get(app) or {}).get("latency_s", {}).get(metric) or {}).get("p50"), "{:.3f}")
-                for app, metric in columns
-            ]
+            cells = [_num(_latency(s, app, metric, "p50"), "{:.3f}") for app, metric in columns]
             lines.append(
                 f"| {level_name} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
                 f"| {_num(s['sm_activity'])} % | " + " | ".join(cells) + " |"
+            )
+    return lines
+
+
+def _workflows_section(workflows: Mapping[str, Mapping[str, Any]], level: str) -> list[str]:
+    """Return the workflows side by side at the tables' level (variants of one workflow): one row
+    per workflow and scheduler with its mean attainment, SM activity while serving, makespan, and the
+    p50 / p99 of each metric an application's SLO names."""
+    columns = _slo_columns(list(workflows.values()))
+    lines = [
+        "",
+        f"## The workflows side by side at level {level}",
+        "",
+        "| workflow | scheduler | runs | mean attainment | SM activity serving | makespan (s) | "
+        + " | ".join(f"{app} {metric} p50 / p99 (s)" for app, metric in columns)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(columns),
+    ]
+    for name, per in workflows.items():
+        for scheduler, s in per.items():
+            if not s.get("runs"):
+                lines.append(
+                    f"| {name} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | | |"
+                    + " |" * len(columns)
+                )
+                continue
+            cells = [
+                " / ".join(_num(_latency(s, app, metric, q), "{:.3f}") for q in ("p50", "p99"))
+                for app, metric in columns
+            ]
+            lines.append(
+                f"| {name} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
+                f"| {_num(s['sm_activity'])} % | {_num(s['makespan_s'])} | " + " | ".join(cells) + " |"
             )
     return lines
 
@@ -217,6 +258,11 @@ def render_markdown(
         "application's attainment, latencies and quality figures pool the requests of all runs.",
         *_sweep_section(sweep, summary)[1:],
     ]
+    # Variants of one workflow (the same applications with SLOs: a sweep whose level is the workflow)
+    # side by side; different workflows have nothing to line up.
+    variants = {tuple(_slo_columns([per])) for per in summary["workflows"].values()}
+    if len(summary["workflows"]) > 1 and len(variants) == 1:
+        lines += _workflows_section(summary["workflows"], summary["level"]["name"])
     for name, per in summary["workflows"].items():
         if summary.get("grid"):
             lines += _grid_section(name, summary["grid"][name])

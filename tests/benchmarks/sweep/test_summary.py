@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.cli import main
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
+from benchmarks.sweep.model import load_sweep
 from benchmarks.sweep.state import State, Step
 from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
@@ -155,3 +156,26 @@ def test_the_committed_h200_tables_are_regenerated_from_their_archive(tmp_path):
     committed = (ROOT / "docs/results/schedulers-h200.md").read_text()
     # The same tables and the same hand-written part; only the command in the head names the paths given.
     assert md.read_text().split("\n")[5:] == committed.split("\n")[5:]
+
+
+def test_variants_of_one_workflow_are_lined_up_in_one_table_and_different_workflows_are_not(tmp_path):
+    # captions-crowd.yml's workflows are one workflow with K image processes (the level is the workflow).
+    sweep = load_sweep(ROOT / "studies/h200/captions-crowd.yml")
+    state = State(tmp_path / "state")
+    for name, ttfts in (("k4", [0.1, 0.9]), ("k2", [0.1, 0.3]), ("k1", [0.2, 0.2]), ("k0", [0.1, 0.1])):
+        record(state, Step(name, "mix", "K", "greedy"), ttfts)
+    md = tmp_path / "s.md"
+    write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    text = md.read_text()
+    header = (
+        "| workflow | scheduler | runs | mean attainment | SM activity serving | makespan (s) "
+        "| chat ttft p50 / p99 (s) |"
+    )
+    assert "## The workflows side by side at level K" in text and header in text
+    assert "| k4 | greedy | 1 | 50 % | 80.0 % | 4.5 | 0.500 / 0.892 |" in text
+    assert "| k0 | greedy | 1 | 100 % | 80.0 % | 4.5 | 0.100 / 0.100 |" in text
+    # mix.yml's two workflows (the mix, the content-creation DAG) have different applications.
+    mixed, state = h200(), State(tmp_path / "mixed")
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])  # the knee at L0
+    write_summary(mixed, state, tmp_path / "m.json", tmp_path / "m.md", "consumerbench sweep x --summarize")
+    assert "side by side" not in (tmp_path / "m.md").read_text()
