@@ -126,66 +126,61 @@ def _latency(s: Mapping[str, Any], app: str, metric: str, q: str) -> float | Non
     return value
 
 
-def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Return a grid's overview of one workflow: one row per level and scheduler with its mean
-    attainment, SM activity while serving, and the p50 of each metric an application's SLO names."""
-    columns = _slo_columns(list(grid.values()))
+def _overview(
+    heading: str, key: str, tables: Mapping[str, Mapping[str, Any]], quantiles: Sequence[str], makespan: bool
+) -> list[str]:
+    """Return an overview table under ``heading``: one row per entry of ``tables`` ({label: {scheduler:
+    summary}}, the label in column ``key``) and scheduler, with the mean attainment, SM activity while
+    serving, the makespan (with ``makespan``) and the ``quantiles`` of each metric an application's SLO
+    names."""
+    columns = _slo_columns(list(tables.values()))
+    figures = " / ".join(quantiles)
     lines = [
         "",
-        f"## Grid (workflow {name}): every level under every scheduler",
+        heading,
         "",
-        "| level | scheduler | runs | mean attainment | SM activity serving | "
-        + " | ".join(f"{app} {metric} p50 (s)" for app, metric in columns)
+        f"| {key} | scheduler | runs | mean attainment | SM activity serving | "
+        + ("makespan (s) | " if makespan else "")
+        + " | ".join(f"{app} {metric} {figures} (s)" for app, metric in columns)
         + " |",
-        "|---|---|---|---|---|" + "---|" * len(columns),
+        "|---|---|---|---|---|" + ("---|" if makespan else "") + "---|" * len(columns),
     ]
-    for level_name, per in grid.items():
+    for label, per in tables.items():
         for scheduler, s in per.items():
             if not s.get("runs"):
                 lines.append(
-                    f"| {level_name} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | |"
+                    f"| {label} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | |"
+                    + (" |" if makespan else "")
                     + " |" * len(columns)
                 )
                 continue
-            cells = [_num(_latency(s, app, metric, "p50"), "{:.3f}") for app, metric in columns]
+            cells = [
+                " / ".join(_num(_latency(s, app, metric, q), "{:.3f}") for q in quantiles)
+                for app, metric in columns
+            ]
             lines.append(
-                f"| {level_name} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
-                f"| {_num(s['sm_activity'])} % | " + " | ".join(cells) + " |"
+                f"| {label} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
+                f"| {_num(s['sm_activity'])} % | "
+                + (f"{_num(s['makespan_s'])} | " if makespan else "")
+                + " | ".join(cells)
+                + " |"
             )
     return lines
+
+
+def _grid_section(name: str, grid: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Return a grid's overview of one workflow: one row per level and scheduler with its mean
+    attainment, SM activity while serving, and the p50 of each metric an application's SLO names."""
+    heading = f"## Grid (workflow {name}): every level under every scheduler"
+    return _overview(heading, "level", grid, ("p50",), makespan=False)
 
 
 def _workflows_section(workflows: Mapping[str, Mapping[str, Any]], level: str) -> list[str]:
     """Return the workflows side by side at the tables' level (variants of one workflow): one row
     per workflow and scheduler with its mean attainment, SM activity while serving, makespan, and the
     p50 / p99 of each metric an application's SLO names."""
-    columns = _slo_columns(list(workflows.values()))
-    lines = [
-        "",
-        f"## The workflows side by side at level {level}",
-        "",
-        "| workflow | scheduler | runs | mean attainment | SM activity serving | makespan (s) | "
-        + " | ".join(f"{app} {metric} p50 / p99 (s)" for app, metric in columns)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(columns),
-    ]
-    for name, per in workflows.items():
-        for scheduler, s in per.items():
-            if not s.get("runs"):
-                lines.append(
-                    f"| {name} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | | |"
-                    + " |" * len(columns)
-                )
-                continue
-            cells = [
-                " / ".join(_num(_latency(s, app, metric, q), "{:.3f}") for q in ("p50", "p99"))
-                for app, metric in columns
-            ]
-            lines.append(
-                f"| {name} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
-                f"| {_num(s['sm_activity'])} % | {_num(s['makespan_s'])} | " + " | ".join(cells) + " |"
-            )
-    return lines
+    heading = f"## The workflows side by side at level {level}"
+    return _overview(heading, "workflow", workflows, ("p50", "p99"), makespan=True)
 
 
 def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = None) -> list[str]:

@@ -50,6 +50,13 @@ def lay_out(bundle: Path) -> None:
     write_trace(bundle_path(bundle / "artifacts", "b") / TRACE_FILE, b_rows)
 
 
+def without_trace(bundle: Path, copy: Path, node: str) -> Path:
+    """Return a copy of ``bundle`` at ``copy`` without ``node``'s trace."""
+    shutil.copytree(bundle, copy)
+    (bundle_path(copy / "artifacts", node) / TRACE_FILE).unlink()
+    return copy
+
+
 def test_each_request_is_split_into_own_time_waits_turns_behind_others_and_idle(bundle: Path) -> None:
     lay_out(bundle)
     acc = kernel_slices.account(bundle, "a")
@@ -98,9 +105,7 @@ def test_a_run_without_its_trace_is_named_and_the_others_are_still_accounted_for
     bundle: Path, tmp_path: Path, capsys
 ) -> None:
     lay_out(bundle)
-    untraced = tmp_path / "untraced"
-    shutil.copytree(bundle, untraced)
-    (bundle_path(untraced / "artifacts", "a") / TRACE_FILE).unlink()
+    untraced = without_trace(bundle, tmp_path / "untraced", "a")
     assert kernel_slices.main(["--node", "a", "--run", f"x={bundle}", "--run", f"y={untraced}"]) == 1
     out, err = capsys.readouterr()
     assert "y: " in err and "'a' has no kernel trace (run it with --kernel-trace a)" in err
@@ -150,9 +155,7 @@ def test_a_gpu_node_without_its_trace_blanks_the_figures_about_the_others(
     lay_out(bundle)
     # b as it is on a GPU machine (this one runs the Sleep nodes on the CPU), its trace never written:
     # a process killed before it wrote it. Its turns would otherwise count as a's idle time.
-    blind = tmp_path / "blind"
-    shutil.copytree(bundle, blind)
-    (bundle_path(blind / "artifacts", "b") / TRACE_FILE).unlink()
+    blind = without_trace(bundle, tmp_path / "blind", "b")
     result = json.loads((blind / "result.json").read_text())
     for item in (*result["applications"], *result["nodes"]):
         if item["name"] == "b":
