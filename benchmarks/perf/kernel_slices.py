@@ -12,7 +12,8 @@ kernel's end when later. Over that window, latency = own GPU time + behind other
 - backlog: from when the request was due to when the node began it (the one before still running);
 - waiting: the time the node's kernels were launched and due (their stream's previous kernel done) but
   not running ("-" without launch records). It includes the launch latency and the tracer's own cost,
-  so it is above 0 alone; "while others ran": the part of it in which another traced node's kernel ran;
+  so it is above 0 alone; "a kernel": divided by the request's kernels; "while others ran": the part of
+  it in which another traced node's kernel ran;
 - behind others: the time in the window, outside the node's own kernels, in which another traced
   node's kernels ran: the others' turns (the node may also have had CPU work of its own then);
 - idle: the rest of the window outside its own kernels: no traced kernel ran (the node's CPU work,
@@ -199,6 +200,7 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
                 "own_gpu_s": measure(own_union),
                 "span_s": own_union[-1][1] - own_union[0][0],
                 "waiting_s": None if waiting is None else measure(waiting),
+                "waiting_per_kernel_s": None if waiting is None else measure(waiting) / len(own),
                 "waiting_others_s": None if waiting is None else measure(intersect(waiting, around)),
                 "behind_others_s": measure(behind),
                 "idle_s": measure(holes) - measure(behind),
@@ -257,6 +259,7 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
         "own_gpu_s",
         "span_s",
         "waiting_s",
+        "waiting_per_kernel_s",
         "waiting_others_s",
         "behind_others_s",
         "idle_s",
@@ -297,15 +300,19 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f} %"
 
 
+def _scaled(value: float | None, unit: float) -> str:
+    return "-" if value is None else f"{value * unit:.1f}"
+
+
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1000:.1f}"
+    return _scaled(value, 1000)
 
 
 def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
     """Return the summaries as one table (plain text, or Markdown): a row per figure, a column per run."""
 
-    def pair(s: dict[str, Any], key: str) -> str:
-        return f"{_ms(s[key]['p50'])} / {_ms(s[key]['p99'])}"
+    def pair(s: dict[str, Any], key: str, unit: float = 1000) -> str:
+        return f"{_scaled(s[key]['p50'], unit)} / {_scaled(s[key]['p99'], unit)}"
 
     def count(s: dict[str, Any], key: str) -> str:
         return "-" if s[key]["p50"] is None else f"{s[key]['p50']:.0f}"
@@ -326,6 +333,7 @@ def table(summaries: dict[str, dict[str, Any]], markdown: bool = False) -> str:
         ("own GPU time p50 / p99 (ms)", lambda s: pair(s, "own_gpu_s")),
         ("GPU span p50 / p99 (ms)", lambda s: pair(s, "span_s")),
         ("waiting p50 / p99 (ms)", lambda s: pair(s, "waiting_s")),
+        ("waiting a kernel p50 / p99 (us)", lambda s: pair(s, "waiting_per_kernel_s", 1e6)),
         ("waiting while others ran p50 / p99 (ms)", lambda s: pair(s, "waiting_others_s")),
         ("behind others p50 / p99 (ms)", lambda s: pair(s, "behind_others_s")),
         ("idle p50 / p99 (ms)", lambda s: pair(s, "idle_s")),

@@ -69,6 +69,7 @@ def test_each_request_is_split_into_own_time_waits_turns_behind_others_and_idle(
         assert row["span_s"] == pytest.approx(100 * MS)
         # Due from launch to start: 5-10, 40-50 and 95-100 ms; b ran during 40-45 of them.
         assert row["waiting_s"] == pytest.approx(20 * MS) and row["waiting_others_s"] == pytest.approx(5 * MS)
+        assert row["waiting_per_kernel_s"] == pytest.approx(20 * MS / 3)
         # Outside a's kernels in its window (0-10, 20-50, 60-100, 110 ms-end): b ran 25-45 and 60-65.
         assert row["behind_others_s"] == pytest.approx(25 * MS)
         assert row["idle_s"] == pytest.approx(latency - 30 * MS - 25 * MS)
@@ -92,6 +93,8 @@ def test_the_command_prints_a_column_per_run_and_writes_every_request(
     assert kernel_slices.main(args) == 0
     text = capsys.readouterr().out
     assert "behind others p50 / p99 (ms)" in text and "25.0 / 25.0" in text and "b 25.0" in text
+    # 20 ms of waiting over 3 kernels, in microseconds.
+    assert "| waiting a kernel p50 / p99 (us) | 6666.7 / 6666.7 |" in md.read_text()
     assert "| behind others p50 / p99 (ms) | 25.0 / 25.0 |" in md.read_text()
     saved = json.loads(out.read_text())
     assert saved["node"] == "a" and len(saved["requests"]["x"]) == 2
