@@ -28,9 +28,9 @@
 # STUDY_TASK=gpu-session runs studies/h200/gpu-session.sh after steps 1-2 instead of steps 3-5 (issue 22
 # item 6 and issue 23's H200 table: the chatbot's harness overhead and settings grid, the model servers).
 # STUDY_LLAMA=0 leaves llama.cpp out of step 2, for a sweep none of whose applications runs on it
-# (captions-crowd). STUDY_PREPARE_ONLY=1 stops after steps 1-2; STUDY_HOLD=FILE waits, before step 3,
-# until FILE is gone (studies/h200/queue.sh: its GPU tests run beside the build, never beside a
-# measured run).
+# (captions-crowd, captions-busy). STUDY_PREPARE_ONLY=1 stops after steps 1-2; STUDY_HOLD=FILE waits,
+# before step 3, until FILE is gone (studies/h200/queue.sh: its GPU tests run beside the build, never
+# beside a measured run).
 set -uo pipefail
 CALL_S=${STUDY_CALL_S:-540}  # leave a minute of the 10 for the copy and the machine
 OUT=${OUT:-/tmp/h200-study-out}

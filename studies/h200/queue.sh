@@ -21,10 +21,10 @@
 #     the sweeps' archives (h200-NAME-gpu.tar.gz, as device.sh writes them), queue-out.tar.gz (every
 #     other output: logs, plans, the side job's results, the accounts) and, when it fits in 15 MiB,
 #     traces.tar (the captions' traces and one other node's of each traced sweep's first two runs).
-# Order: issue 19's kernel trace (~3 min), captions beside K image processes (~5 min) and beside K busy
-# matmul processes (~3 min), issue 21's
-# sharing grid (~13 min), issue 19's video sweep (credit's break level: ~2 min a step). A fresh machine
-# first builds llama.cpp (~7 min).
+# Order: issue 19's kernel trace (~3 min), captions beside K image processes (~5 min; done on an H100,
+# its account committed, so skipped) and beside K busy matmul processes (~3 min), issue 21's sharing
+# grid (~13 min), issue 19's video sweep (credit's break level: ~2 min a step). A fresh machine first
+# builds llama.cpp (~7 min).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-queue-out}
 LIMIT=${LIMIT:-540}
@@ -32,7 +32,7 @@ ROOT=results/h200-study
 STATE=$ROOT/queue
 WORK=$STATE/out  # device.sh's outputs of this call, packed into $OUT at the end
 QUEUE=(video-kernel-trace captions-crowd captions-busy kernels-sharing video-creation)
-# STUDY_QUEUE="NAME ...": these sweeps only, in this order (a short device budget: captions-crowd alone
+# STUDY_QUEUE="NAME ...": these sweeps only, in this order (a short device budget: captions-busy alone
 # needs no llama.cpp, so no build); STUDY_SIDE="STEP ...": the side job's steps run in this call (default
 # all three; trace-tests alone when no build runs beside it, since the measured runs wait for it).
 SIDE=(trace-tests kernels-h200-bshd-fp16 gpu-tests)
