@@ -1,8 +1,17 @@
 """ImageGen's attention switch: which kernel serves the denoiser's attention (docs/applications.md).
 
 ``sdpa`` leaves the choice to PyTorch per call (today's behaviour); ``cudnn``, ``flash``,
-``efficient`` and ``math`` pin one PyTorch SDPA backend with ``torch.nn.attention.sdpa_kernel``;
-``cbkernels`` calls ``cbkernels.attention`` (the Triton kernel) with the unit's ``attention_params``.
+``efficient`` and ``math`` pin one PyTorch SDPA backend: the call goes to that backend's own operator
+(``aten::_scaled_dot_product_flash_attention`` and its siblings) as PyTorch's front end would send it
+once it had picked that backend, after the backend's own check of the call
+(``torch.backends.cuda.can_use_*``); ``cbkernels`` calls ``cbkernels.attention`` (the Triton kernel)
+with the unit's ``attention_params``.
+
+Not ``torch.nn.attention.sdpa_kernel``: it pins by switching the other backends off in flags of the
+whole process, and the sessions of one unit run in threads of one process (benchmarks/runner/process.py).
+Another session's VAE or text encoder then found only the pinned backend, which cannot serve it, and two
+sessions' pins ending out of order left it on for good: every flash and cudnn run of
+studies/h200/kernels-sharing.yml on an H100 failed with "No available kernel".
 
 The switch wraps each attention processor of the pipeline's denoiser (the U-Net of SD 1.x/2.x/XL, the
 MMDiT of SD 3.x): the processor runs as diffusers wrote it (``AttnProcessor2_0``,
@@ -12,14 +21,16 @@ that their step times differ by the kernel alone, and every served call is count
 the result: the kernel did run). The VAE and the text encoders keep PyTorch's own choice: their
 attention is outside the denoising steps.
 
-A kernel that cannot serve a call (flash with a head dim over 256 or float32 inputs, cbkernels with a
-mask) raises ``AttentionUnavailable`` with PyTorch's or the kernel's reason: the request fails, never
+A kernel that cannot serve a call (flash with a head dim over 256 or float32 inputs, any pinned backend
+on CPU tensors but math, cbkernels with a mask) raises ``AttentionUnavailable`` with PyTorch's or the
+kernel's reason: the request fails, never
 served by another kernel under this one's name.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import warnings
 from collections import Counter
 from collections.abc import Mapping
@@ -41,6 +52,10 @@ SDPA_BACKENDS: dict[str, str] = {
 _SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 # SDPBackend member name -> the choice's name, as results record the backend that served.
 _BACKEND_NAMES = {member: choice for choice, member in SDPA_BACKENDS.items()}
+# PyTorch's front end pads the head dim to a multiple of 8 for flash, and a mask's rows to a multiple of
+# 16 elements for the memory-efficient kernel (ATen's sdp_utils: pad_last_dim, preprocess_mask).
+_FLASH_HEAD_DIM_ALIGNMENT = 8
+_MEM_EFF_MASK_ALIGNMENT = 16
 
 
 class AttentionUnavailable(RuntimeError):
@@ -88,9 +103,9 @@ def machine_problems(choice: str, on_gpu: bool, unit: str) -> list[str]:
     return []
 
 
-def _describe(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
-    """Return the shapes and dtype of an attention call's q, k, v, as errors name them."""
-    call = dict(zip(_SDPA_ARGS, args, strict=False)) | dict(kwargs)
+def _describe(call: Mapping[str, Any]) -> str:
+    """Return the shapes and dtype of an attention call's q, k, v (its arguments by name), as errors
+    name them."""
     q, k = call["query"], call["key"]
     return f"q {tuple(q.shape)}, k/v {tuple(k.shape)}, {str(q.dtype).removeprefix('torch.')}"
 
@@ -104,7 +119,6 @@ class AttentionSwitch:
 
     def __init__(self, choice: str, params: Mapping[str, Any] | None, device: str) -> None:
         import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.overrides import TorchFunctionMode
 
         if choice not in CHOICES:
@@ -119,12 +133,11 @@ class AttentionSwitch:
         self.configs: dict[int, Any] = {}
         self._resolve: Any = None
         self._sdpa = torch.nn.functional.scaled_dot_product_attention
-        self._pin: Any = None
+        self._pin: str | None = None  # the pinned SDPA backend's choice name
         self._kernel: Any = None
         self._torch = torch
         if choice in SDPA_BACKENDS:
-            backend = getattr(SDPBackend, SDPA_BACKENDS[choice])
-            self._pin = lambda: sdpa_kernel(backend)
+            self._pin = choice
         elif choice == "cbkernels":
             module = cbkernels_attention()
             self._kernel = module.attention
@@ -163,23 +176,102 @@ class AttentionSwitch:
             out = self._sdpa(*args, **kwargs)
             self.calls[self._picked(args, kwargs)] += 1
             return out
-        try:
-            with self._pin():
-                out = self._sdpa(*args, **kwargs)
-        except RuntimeError:
-            raise AttentionUnavailable(
-                f"attention: {self.choice} cannot serve the call ({_describe(args, kwargs)}): "
-                f"{self._reasons(args, kwargs)}"
-            ) from None
+        out = self._serve_pinned(args, kwargs)
         self.calls[self.choice] += 1
         return out
 
+    def _serve_pinned(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Return the attention of one call by the pinned backend's operator, prepared as PyTorch's
+        front end prepares it for that backend (the module's docstring says why not ``sdpa_kernel``).
+        Raise AttentionUnavailable, with PyTorch's reasons, when the backend's check refuses the call."""
+        torch = self._torch
+        aten = torch.ops.aten
+        call = dict(zip(_SDPA_ARGS, args, strict=False)) | kwargs
+        q, k, v = call["query"], call["key"], call["value"]
+        mask = call.get("attn_mask")
+        dropout_p = float(call.get("dropout_p") or 0.0)
+        is_causal = bool(call.get("is_causal"))
+        scale = call.get("scale")
+        gqa = bool(call.get("enable_gqa"))
+        if mask is not None and mask.dtype == torch.bool:  # as an additive mask, as the front end does
+            mask = torch.zeros(mask.shape, dtype=q.dtype, device=mask.device).masked_fill_(
+                mask.logical_not(), -math.inf
+            )
+        if self._pin == "math":
+            return aten._scaled_dot_product_attention_math(
+                q, k, v, mask, dropout_p, is_causal, scale=scale, enable_gqa=gqa
+            )[0]
+        from torch.backends.cuda import SDPAParams
+
+        self._check(call, SDPAParams(q, k, v, mask, dropout_p, is_causal, gqa))
+        logsumexp = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        if self._pin == "flash":
+            head_dim = q.shape[-1]
+            pad = -head_dim % _FLASH_HEAD_DIM_ALIGNMENT
+            if scale is None:  # the unpadded head dim's
+                scale = 1.0 / math.sqrt(head_dim)
+            if pad:
+                q, k, v = (torch.nn.functional.pad(t, (0, pad)) for t in (q, k, v))
+            out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, False, scale=scale)[
+                0
+            ]
+            return out[..., :head_dim] if pad else out
+        if self._pin == "cudnn":
+            return aten._scaled_dot_product_cudnn_attention(
+                q, k, v, mask, logsumexp, dropout_p, is_causal, False, scale=scale
+            )[0]
+        if mask is not None:
+            mask = self._aligned_bias(mask, q, k)
+        return aten._scaled_dot_product_efficient_attention(
+            q, k, v, mask, logsumexp, dropout_p, is_causal, scale=scale
+        )[0]
+
+    def _check(self, call: Mapping[str, Any], params: Any) -> None:
+        """Raise AttentionUnavailable when the pinned fused backend cannot serve the call (``params``:
+        its ``SDPAParams``, the mask as the operator gets it): on CPU tensors, or refused by the
+        backend's own check (``torch.backends.cuda.can_use_*``, whose debug warnings are its reasons)."""
+        device = call["query"].device.type
+        if device != "cuda":
+            raise AttentionUnavailable(
+                f"attention: {self.choice} cannot serve the call ({_describe(call)}): it runs on "
+                f"CUDA tensors only, these are on {device}"
+            )
+        from torch.backends import cuda
+
+        can_use = getattr(cuda, f"can_use_{self._pin}_attention")
+        if can_use(params, False):
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            can_use(params, True)
+        reasons = [str(w.message).splitlines()[0] for w in caught] or ["PyTorch's check refused it"]
+        raise AttentionUnavailable(
+            f"attention: {self.choice} cannot serve the call ({_describe(call)}): "
+            f"{'; '.join(dict.fromkeys(reasons))}"
+        )
+
+    def _aligned_bias(self, mask: Any, q: Any, k: Any) -> Any:
+        """Return ``mask`` broadcast to (..., L, S) with each row's stride a multiple of 16 elements
+        (padded, then sliced back), as the memory-efficient kernel needs and the front end makes it."""
+        bias = mask.expand(*q.shape[:-1], k.shape[-2])
+        if all(stride % _MEM_EFF_MASK_ALIGNMENT == 0 for stride in bias.stride()[:-1]):
+            return bias
+        length = bias.shape[-1]
+        pad = -length % _MEM_EFF_MASK_ALIGNMENT or _MEM_EFF_MASK_ALIGNMENT
+        return self._torch.nn.functional.pad(bias, (0, pad))[..., :length]
+
     def _serve_cbkernels(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = dict(zip(_SDPA_ARGS, args, strict=False)) | kwargs
-        refused = [key for key in ("attn_mask", "dropout_p", "is_causal", "enable_gqa") if call.get(key)]
+        given = {
+            "attn_mask": call.get("attn_mask") is not None,  # a tensor: never its truth value
+            "dropout_p": bool(call.get("dropout_p")),
+            "is_causal": bool(call.get("is_causal")),
+            "enable_gqa": bool(call.get("enable_gqa")),
+        }
+        refused = [key for key, present in given.items() if present]
         if refused:
             raise AttentionUnavailable(
-                f"attention: cbkernels cannot serve the call ({_describe(args, kwargs)}): it takes no "
+                f"attention: cbkernels cannot serve the call ({_describe(call)}): it takes no "
                 f"{', '.join(refused)}"
             )
         try:
@@ -191,7 +283,7 @@ class AttentionSwitch:
             )
         except ValueError as exc:
             raise AttentionUnavailable(
-                f"attention: cbkernels cannot serve the call ({_describe(args, kwargs)}): {exc}"
+                f"attention: cbkernels cannot serve the call ({_describe(call)}): {exc}"
             ) from None
 
     def _picked(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -204,21 +296,6 @@ class AttentionSwitch:
         except (RuntimeError, TypeError, ValueError):
             return "unknown"
         return _BACKEND_NAMES.get(name, name.lower())
-
-    def _reasons(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        """Return PyTorch's reasons for refusing a pinned call: the warnings its kernel selection
-        emits, gathered by running the refused call again (it fails before any work)."""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                with self._pin():
-                    self._sdpa(*args, **kwargs)
-            except RuntimeError as exc:
-                error = str(exc).splitlines()[0]
-            else:  # served the second time: nothing to explain
-                return "refused once, served when retried"
-        reasons = [str(w.message).splitlines()[0] for w in caught]
-        return "; ".join(dict.fromkeys([*reasons, error]))
 
     def take(self) -> dict[str, int]:
         """Return the calls served since the last ``take`` by backend, and reset the count."""

@@ -114,17 +114,64 @@ def test_the_full_size_denoisers_have_only_processors_the_switch_serves():
 def test_a_pinned_backend_that_cannot_serve_a_call_says_why():
     import torch
 
-    # cuDNN attention runs on CUDA tensors only: on these CPU tensors PyTorch refuses it.
+    # cuDNN attention runs on CUDA tensors only: on these CPU tensors it is refused.
     switch = AttentionSwitch("cudnn", None, "cuda")
     q = torch.randn(1, 2, 16, 8)
     with pytest.raises(AttentionUnavailable) as err, switch.mode():
         torch.nn.functional.scaled_dot_product_attention(q, q, q)
-    message = str(err.value)
-    assert message.startswith(
-        "attention: cudnn cannot serve the call (q (1, 2, 16, 8), k/v (1, 2, 16, 8), float32)"
+    assert str(err.value) == (
+        "attention: cudnn cannot serve the call (q (1, 2, 16, 8), k/v (1, 2, 16, 8), float32): "
+        "it runs on CUDA tensors only, these are on cpu"
     )
-    assert "No viable backend" in message
     assert switch.take() == {}
+
+
+def test_a_pinned_backend_leaves_pytorchs_process_wide_backend_flags_alone():
+    # The sessions of one unit are threads of one process: a pin made by switching the other backends
+    # off process-wide (torch.nn.attention.sdpa_kernel) leaves another session's VAE or text encoder
+    # with the pinned backend alone while it lasts. The pinned operator runs with every flag as it was.
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    flags = (
+        torch.backends.cuda.flash_sdp_enabled,
+        torch.backends.cuda.mem_efficient_sdp_enabled,
+        torch.backends.cuda.cudnn_sdp_enabled,
+        torch.backends.cuda.math_sdp_enabled,
+    )
+    seen: list[tuple[str, tuple[bool, ...]]] = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append((func.__name__, tuple(flag() for flag in flags)))
+            return func(*args, **(kwargs or {}))
+
+    switch = AttentionSwitch("math", None, "cpu")
+    q, k = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 24, 8)
+    mask = torch.rand(16, 24) > 0.3
+    with Record(), switch.mode():
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask)
+    # The math kernel is composite: its batched matmuls are among the operators that ran, every flag on.
+    assert "bmm.default" in {name for name, _ in seen}
+    assert all(state == (True,) * 4 for _, state in seen)
+    assert switch.take() == {"math": 1}
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask)
+    torch.testing.assert_close(out, expected)
+
+
+def test_cbkernels_refuses_a_mask_tensor_naming_it():
+    import torch
+
+    switch = AttentionSwitch("cbkernels", None, "cuda")
+    q = torch.randn(1, 2, 16, 64)
+    mask = torch.ones(16, 16, dtype=torch.bool)
+    with (
+        pytest.raises(
+            AttentionUnavailable, match=r"cbkernels cannot serve the call .*: it takes no attn_mask$"
+        ),
+        switch.mode(),
+    ):
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
 
 
 def test_a_gpu_kernel_is_refused_on_the_cpu_when_the_driver_loads():
@@ -200,6 +247,71 @@ def test_each_sdpa_choice_serves_the_sd3_denoiser_on_a_gpu(run_driver, choice):
     assert record["info"]["attention_calls"] == 4
     if choice != "sdpa":
         assert record["info"]["attention_backends"] == {choice: 4}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("choice", ["cudnn", "flash", "efficient"])
+def test_a_pinned_session_leaves_other_threads_attention_to_pytorch(choice):
+    # As in an image generator with two sessions: one thread's denoiser pinned to a backend while
+    # another's VAE (float32, one head of 512) calls attention unpinned, which the pinned backend
+    # cannot serve. Both run their calls through; nothing fails, and the pinned calls match PyTorch's.
+    import threading
+
+    import torch
+
+    switch = AttentionSwitch(choice, None, "cuda")
+    q = torch.randn(2, 24, 1024, 64, device="cuda", dtype=torch.bfloat16)
+    vae = torch.randn(1, 1, 1024, 512, device="cuda")
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def pinned() -> None:
+        try:
+            start.wait()
+            for _ in range(200):
+                with switch.mode():
+                    torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def unpinned() -> None:
+        try:
+            start.wait()
+            for _ in range(200):
+                torch.nn.functional.scaled_dot_product_attention(vae, vae, vae)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=pinned), threading.Thread(target=unpinned)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert errors == []
+    assert switch.take() == {choice: 200}
+    with switch.mode():
+        out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double())
+    torch.testing.assert_close(out.double(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+def test_the_pinned_memory_efficient_kernel_serves_a_boolean_mask_as_pytorch_does():
+    # A mask row of 77 elements: the kernel needs rows aligned to 16, padded as PyTorch's front end does.
+    import torch
+
+    switch = AttentionSwitch("efficient", None, "cuda")
+    q = torch.randn(2, 4, 100, 64, device="cuda", dtype=torch.float16)
+    k = torch.randn(2, 4, 77, 64, device="cuda", dtype=torch.float16)
+    mask = torch.rand(100, 77, device="cuda") > 0.2
+    with switch.mode():
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask)
+    assert switch.take() == {"efficient": 1}
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double(), k.double(), attn_mask=mask
+    )
+    torch.testing.assert_close(out.double(), expected, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.gpu
