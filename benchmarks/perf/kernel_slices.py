@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
@@ -226,6 +227,11 @@ def account(bundle: Path, node: str, metric: str = "chunk") -> dict[str, Any]:
     }
 
 
+def _natural(name: str) -> tuple[str | int, ...]:
+    """Return a node name's sort key with its numbers as numbers: busy-2 before busy-10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
+
+
 def _pct(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
@@ -274,7 +280,7 @@ def summarize(acc: dict[str, Any], slo_s: float | None) -> dict[str, Any]:
         out[key] = {"p50": _pct(values, 50), "p99": _pct(values, 99)}
     lengths = [] if blind else [x for r in rows for x in r["slice_lengths_s"]]
     out["slice_s"] = {"p50": _pct(lengths, 50), "p99": _pct(lengths, 99), "max": max(lengths, default=None)}
-    names = [] if blind else sorted({n for r in rows for n in r["behind_by_node_s"]})
+    names = [] if blind else sorted({n for r in rows for n in r["behind_by_node_s"]}, key=_natural)
     out["behind_by_node_s"] = {n: _pct([r["behind_by_node_s"].get(n, 0.0) for r in rows], 50) for n in names}
     out["headroom"] = None
     if slo_s is not None and rows and not blind:

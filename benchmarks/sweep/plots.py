@@ -26,15 +26,14 @@ def _pyplot() -> Any:
     return plt
 
 
-def attainment_plot(
-    workflows: Mapping[str, Mapping[str, Any]], schedulers: Sequence[str], path: Path
-) -> Path | None:
-    """Draw horizontal bars per workflow and application: SLO attainment alone, then under each scheduler.
+def attainment_rows(
+    workflows: Mapping[str, Mapping[str, Any]], schedulers: Sequence[str]
+) -> tuple[list[str], list[tuple[str, dict[str, float | None]]]]:
+    """Return the attainment plot's series and its rows (``"workflow: app"``, attainment per series).
 
-    ``workflows`` is the summary's ``{name: {scheduler: {"apps": {...}}}}``; a scheduler without figures
-    for an application gets no bar. Returns ``path``, or None when no application has a figure.
+    An application without a figure in any series (no SLO) has no row, and ``solo`` is a series only
+    where some application has a solo figure (a sweep with solo runs): bars of nothing are left out.
     """
-    series = ["solo", *schedulers]
     rows: list[tuple[str, dict[str, float | None]]] = []
     for name, per in workflows.items():
         apps: Mapping[str, Any] = next((s["apps"] for s in per.values() if s.get("apps")), {})
@@ -42,7 +41,22 @@ def attainment_plot(
             values: dict[str, float | None] = {"solo": first.get("solo_attainment")}
             for scheduler in schedulers:
                 values[scheduler] = per.get(scheduler, {}).get("apps", {}).get(app, {}).get("slo_attainment")
-            rows.append((f"{name}: {app}", values))
+            if any(value is not None for value in values.values()):
+                rows.append((f"{name}: {app}", values))
+    solo = any(values["solo"] is not None for _, values in rows)
+    return [*(["solo"] if solo else []), *schedulers], rows
+
+
+def attainment_plot(
+    workflows: Mapping[str, Mapping[str, Any]], schedulers: Sequence[str], path: Path
+) -> Path | None:
+    """Draw horizontal bars per workflow and application with an SLO: its attainment alone (where the
+    sweep has solo runs), then under each scheduler.
+
+    ``workflows`` is the summary's ``{name: {scheduler: {"apps": {...}}}}``; a scheduler without figures
+    for an application gets no bar. Returns ``path``, or None when no application has a figure.
+    """
+    series, rows = attainment_rows(workflows, schedulers)
     if not rows:
         return None
     plt = _pyplot()
@@ -65,7 +79,9 @@ def attainment_plot(
     ax.invert_yaxis()
     ax.set_xlim(0, 110)
     ax.set_xlabel("SLO attainment (%)")
-    ax.set_title("SLO attainment per application (alone, then each scheduler)")
+    ax.set_title(
+        "SLO attainment per application" + (" (alone, then each scheduler)" if "solo" in series else "")
+    )
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     fig.savefig(path)

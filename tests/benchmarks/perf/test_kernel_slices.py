@@ -181,3 +181,12 @@ def test_a_gpu_node_without_its_trace_blanks_the_figures_about_the_others(
     assert row.split()[-2:] == ["none", "b"]
     behind = next(line for line in lines if line.startswith("behind others"))
     assert behind.split()[-6:] == ["25.0", "/", "25.0", "-", "/", "-"]
+
+
+def test_the_others_are_listed_with_their_numbers_in_order(bundle: Path) -> None:
+    lay_out(bundle)
+    acc = kernel_slices.account(bundle, "a")
+    for row in acc["requests"]:
+        row["behind_by_node_s"] = {"busy-10": 0.01, "busy-2": 0.02, "busy-1": 0.03}
+    summary = kernel_slices.summarize(acc, slo_s=1.0)
+    assert list(summary["behind_by_node_s"]) == ["busy-1", "busy-2", "busy-10"]

@@ -11,6 +11,7 @@ import pytest
 from benchmarks.cli import main
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
+from benchmarks.sweep.plots import attainment_rows
 from benchmarks.sweep.state import State, Step
 from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
@@ -179,3 +180,23 @@ def test_variants_of_one_workflow_are_lined_up_in_one_table_and_different_workfl
     record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])  # the knee at L0
     write_summary(mixed, state, tmp_path / "m.json", tmp_path / "m.md", "consumerbench sweep x --summarize")
     assert "side by side" not in (tmp_path / "m.md").read_text()
+
+
+def test_the_attainment_plot_leaves_out_applications_without_an_slo_and_a_solo_series_of_nothing():
+    workflows = {
+        "b8": {
+            "greedy": {
+                "apps": {
+                    "captions": {"slo_attainment": 1.0, "solo_attainment": None},
+                    "busy-1": {"slo_attainment": None, "solo_attainment": None},
+                }
+            }
+        }
+    }
+    assert attainment_rows(workflows, ["greedy"]) == (
+        ["greedy"],
+        [("b8: captions", {"solo": None, "greedy": 1.0})],
+    )
+    workflows["b8"]["greedy"]["apps"]["busy-1"]["solo_attainment"] = 0.5
+    series, rows = attainment_rows(workflows, ["greedy"])
+    assert series == ["solo", "greedy"] and [name for name, _ in rows] == ["b8: captions", "b8: busy-1"]
