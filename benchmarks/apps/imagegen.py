@@ -14,6 +14,7 @@ served and by which backend.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
@@ -30,7 +31,7 @@ from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_fiel
 from benchmarks.apps.runtime import setup_torch, share_cpu_politely, synchronize
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
-from benchmarks.metrics import QualityMeasure, info_mean, metric_count, series_rate
+from benchmarks.metrics import QualityMeasure, info_mean, info_share, metric_count, series_rate
 from benchmarks.models import ResolvedModel
 from benchmarks.models.random_image import build_random_pipeline
 from benchmarks.platform import gpus
@@ -221,9 +222,15 @@ class ImageGenDriver(Driver):
         served = self.attention.take()
         with self.ctx.gpu_step("vae_decode"):
             t = now()
-            image = self._decode(latents)
+            image, pixels = self._decode(latents)
             vae_decode = now() - t
         done = now()
+        # Checked after the clock stops, so that the check is in no timed figure.
+        nonfinite = [
+            stage
+            for stage, values in (("denoiser", latents), ("vae", pixels))
+            if not bool(torch.isfinite(values).all())
+        ]
         record.series["step"] = step_times
         record.metrics.update(
             step=sum(step_times) / len(step_times),
@@ -242,6 +249,10 @@ class ImageGenDriver(Driver):
             # The denoiser's attention calls this image took, and the backends that served them.
             attention_calls=sum(served.values()),
             attention_backends=served,
+            # Every latent and pixel value a number (not NaN or inf); where not, the stages whose output
+            # had one: "denoiser" (its latents), "vae" (the decoded pixels). A non-finite image is black.
+            finite=not nonfinite,
+            nonfinite_in=nonfinite,
         )
         if opts.save_images:
             self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -277,15 +288,20 @@ class ImageGenDriver(Driver):
         # SD 3 and SDXL return pooled embeddings too (four values), SD 1.x/2.x the first two.
         return dict(zip(_EMBEDDINGS, out, strict=False))
 
-    def _decode(self, latents: Any) -> Any:
-        """Decode latents with the VAE exactly as the pipeline would; return a PIL image."""
+    def _decode(self, latents: Any) -> tuple[Any, Any]:
+        """Decode latents with the VAE exactly as the pipeline would; return the PIL image and the
+        decoded pixel tensor it was made from."""
         vae = self.pipe.vae
         with self.torch.inference_mode():
             latents = latents / vae.config.scaling_factor
             if getattr(vae.config, "shift_factor", None) is not None:
                 latents = latents + vae.config.shift_factor
             pixels = vae.decode(latents.to(vae.dtype), return_dict=False)[0]
-        return self.pipe.image_processor.postprocess(pixels.float(), output_type="pil")[0]
+        with warnings.catch_warnings():
+            # NaN pixels ("invalid value encountered in cast"): recorded per image as info.finite.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            image = self.pipe.image_processor.postprocess(pixels.float(), output_type="pil")[0]
+        return image, pixels
 
     def close(self) -> None:
         self.pipe = None
@@ -307,5 +323,6 @@ APP = AppType(
         QualityMeasure("images", "images", metric_count("image")),
         QualityMeasure("steps_per_s", "steps/s", series_rate("step")),
         QualityMeasure("attention_calls", "calls/image", info_mean("attention_calls")),
+        QualityMeasure("finite_images", "fraction", info_share("finite")),
     ),
 )

@@ -38,6 +38,7 @@ def test_ten_denoising_steps_make_a_64px_image_saved_with_its_settings(run_drive
     info = record["info"]
     assert (info["seed"], info["steps"], info["guidance_scale"]) == (11, 10, 5.0)
     assert info["prompt_index"] == 0 and "prompt" not in info
+    assert info["finite"] is True and info["nonfinite_in"] == []
     # The image's file name in the node's artifacts folder: results hold no path of this machine.
     with Image.open(run.driver.ctx.out_dir / info["image"]) as image:
         assert image.size == (64, 64)
@@ -59,6 +60,39 @@ def test_a_local_diffusers_folder_loads_and_is_recorded_by_hash(run_driver, tmp_
     assert run.loaded["pipeline"] == "StableDiffusionPipeline"
     (record,) = run.records
     assert len(record["series"]["step"]) == 10
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(
+    ("module", "stages"),
+    [("vae", ["vae"]), ("unet", ["denoiser", "vae"])],
+    ids=["vae", "denoiser"],
+)
+def test_an_image_with_nan_values_is_recorded_as_not_finite_naming_where_they_came_from(
+    run_driver, tmp_path, module, stages
+):
+    # A real pipeline with one layer's weights NaN, as a model overflowing in float16 would give them.
+    import torch
+
+    from benchmarks.models.catalogue import RANDOM
+    from benchmarks.models.random_image import build_random_pipeline
+
+    pipe = build_random_pipeline(RANDOM["sd-tiny"], 0, torch.float32)
+    with torch.no_grad():
+        # The VAE's decoder or the U-Net: the one the decode, or every denoising step, runs through.
+        layer = pipe.vae.decoder.conv_in if module == "vae" else pipe.unet.conv_in
+        layer.weight.fill_(float("nan"))
+    folder = tmp_path / "sd-tiny-nan"
+    pipe.save_pretrained(folder)
+    run = run_driver(IMAGEGEN.format(model=folder).replace("steps: 10", "steps: 2"))
+    (record,) = run.records
+    assert record["status"] == "ok"
+    assert record["info"]["finite"] is False and record["info"]["nonfinite_in"] == stages
+    assert quality_figures(run.records, APP.quality)["finite_images"] == {
+        "value": 0.0,
+        "unit": "fraction",
+        "count": 1,
+    }
 
 
 @pytest.mark.gpu
@@ -89,25 +123,30 @@ def test_image_sizes_must_be_multiples_of_8(make_unit):
         make_unit(IMAGEGEN.format(model="sd-tiny@random").replace("height: 64", "height: 60"))
 
 
-def test_quality_counts_the_images_the_denoising_steps_per_second_and_the_attention_calls():
+def test_quality_counts_the_images_the_denoising_steps_per_second_the_attention_calls_and_finite_images():
     def image(
-        index: int, steps: list[float], warmup: bool = False, status: RequestStatus = RequestStatus.OK
+        index: int,
+        steps: list[float],
+        warmup: bool = False,
+        status: RequestStatus = RequestStatus.OK,
+        finite: bool = True,
     ) -> dict:
         record = RequestRecord(index=index, arrival=0.0, series={"step": steps}, warmup=warmup, status=status)
         if record.status is RequestStatus.OK:
             record.metrics.update(step=sum(steps) / len(steps), image=sum(steps) + 0.5)
-        record.info.update(steps=len(steps), seed=index, attention_calls=24 * len(steps))
+        record.info.update(steps=len(steps), seed=index, attention_calls=24 * len(steps), finite=finite)
         return record.to_event()
 
     records = [
-        image(0, [1.0, 1.0], warmup=True),
+        image(0, [1.0, 1.0], warmup=True, finite=False),
         image(1, [0.1, 0.1, 0.2]),
-        image(2, [0.2, 0.2, 0.2]),
+        image(2, [0.2, 0.2, 0.2], finite=False),
         image(3, [0.5], status=RequestStatus.ERROR),
     ]
     assert quality_figures(records, APP.quality) == {
         "images": {"value": 2.0, "unit": "images", "count": 2},
         "steps_per_s": {"value": pytest.approx(6 / 1.0), "unit": "steps/s", "count": 2},
         "attention_calls": {"value": 72.0, "unit": "calls/image", "count": 2},
+        "finite_images": {"value": 0.5, "unit": "fraction", "count": 2},
     }
     assert quality_figures([], APP.quality) == {}
