@@ -94,11 +94,18 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
             f"{k} {_pct(v)}" + (f" ({_pct(row['alone'][k])})" if k in row["alone"] else "")
             for k, v in row["apps"].items()
         )
+        if row.get("failed"):
+            apps += f"; failed: {_cell(str(row['failed']))}"
         lines.append(
             f"| {row['level']} | {row['load']} | {row['scheduler']} "
             f"| {_pct(row['mean_attainment'])} | {apps} |"
         )
     return lines
+
+
+def _not_run(s: Mapping[str, Any]) -> str:
+    """Return the mean attainment cell of a scheduler with no run to count: why, or that none has run."""
+    return f"not run: {_cell(str(s['error']))}" if s.get("error") else "not run yet"
 
 
 def _cell(text: str) -> str:
@@ -149,7 +156,7 @@ def _overview(
         for scheduler, s in per.items():
             if not s.get("runs"):
                 lines.append(
-                    f"| {label} | {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | |"
+                    f"| {label} | {scheduler} | 0 | {_not_run(s)} | |"
                     + (" |" if makespan else "")
                     + " |" * len(columns)
                 )
@@ -196,7 +203,7 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
     ]
     for scheduler, s in per.items():
         if not s.get("runs"):
-            lines.append(f"| {scheduler} | 0 | not run: {_cell(str(s.get('error')))} | | | | | |")
+            lines.append(f"| {scheduler} | 0 | {_not_run(s)} | | | | | |")
             continue
         runs = s["per_run"]
         lines.append(

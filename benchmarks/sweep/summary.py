@@ -228,6 +228,10 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
                     "alone": alone,
                 }
             )
+            # An application that failed in this run: its attainment counts the unserved requests as
+            # misses, and the workflow tables leave the run out (the key only where one did).
+            if failed := (state.get(step) or {}).get("error"):
+                rows[-1]["failed"] = failed
     below = sweep.threshold(sweep.schedulers[0]) if sweep.spec.search is not None else None
     return {
         "platform": platform,

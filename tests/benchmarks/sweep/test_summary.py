@@ -200,3 +200,19 @@ def test_the_attainment_plot_leaves_out_applications_without_an_slo_and_a_solo_s
     workflows["b8"]["greedy"]["apps"]["busy-1"]["solo_attainment"] = 0.5
     series, rows = attainment_rows(workflows, ["greedy"])
     assert series == ["solo", "greedy"] and [name for name, _ in rows] == ["b8: captions", "b8: busy-1"]
+
+
+def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
+    # A sweep without a search (a failed level ends a search's walk instead): the row's attainment
+    # counts the failed application's unserved requests as misses, and the row says why.
+    sweep = load_sweep(ROOT / "studies/h200/captions-crowd.yml")
+    state = State(tmp_path / "state")
+    record(state, Step("k4", "mix", "K", "greedy"), [0.1, 0.9], error="chat: exit code -11")
+    summary = summarize(sweep, state)
+    (row,) = summary["sweep"]
+    assert row["failed"] == "chat: exit code -11"
+    write_summary(sweep, state, tmp_path / "s.json", tmp_path / "s.md", "consumerbench sweep x --summarize")
+    text = (tmp_path / "s.md").read_text()
+    assert "| greedy | 50 % | chat 50 %; failed: chat: exit code -11 |" in text
+    assert "| k4 | greedy | 0 | not run: run 1: chat: exit code -11 |" in text
+    assert "| k2 | greedy | 0 | not run yet |" in text
