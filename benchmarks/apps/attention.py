@@ -23,8 +23,7 @@ attention is outside the denoising steps.
 
 A kernel that cannot serve a call (flash with a head dim over 256 or float32 inputs, any pinned backend
 on CPU tensors but math, cbkernels with a mask) raises ``AttentionUnavailable`` with PyTorch's or the
-kernel's reason: the request fails, never
-served by another kernel under this one's name.
+kernel's reason: the request fails, never served by another kernel under this one's name.
 """
 
 from __future__ import annotations
@@ -212,9 +211,8 @@ class AttentionSwitch:
                 scale = 1.0 / math.sqrt(head_dim)
             if pad:
                 q, k, v = (torch.nn.functional.pad(t, (0, pad)) for t in (q, k, v))
-            out = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, False, scale=scale)[
-                0
-            ]
+            flash = aten._scaled_dot_product_flash_attention
+            out = flash(q, k, v, dropout_p, is_causal, False, scale=scale)[0]
             return out[..., :head_dim] if pad else out
         if self._pin == "cudnn":
             return aten._scaled_dot_product_cudnn_attention(
