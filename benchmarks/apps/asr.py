@@ -19,6 +19,7 @@ Heavy libraries are imported inside the constructors (the spec imports this modu
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,6 +178,10 @@ class FasterWhisperBackend:
         ]
         return Hypothesis(words, sum(len(s.tokens) for s in done))
 
+    def nonfinite_in(self) -> list[str] | None:
+        """CTranslate2 hands back tokens, not the values behind them: never known (None)."""
+        return None
+
     def close(self) -> None:
         self.model = None
 
@@ -226,6 +231,42 @@ class TransformersWhisperBackend:
         self.text_vocab = len(self.tokenizer)
         # Whisper takes at most half its context as prompt (transformers refuses more).
         self.max_prompt_tokens = self.model.config.max_target_positions // 2 - 1
+        # What the last transcribe computed: the encoder's hidden states and every decoding step's
+        # logits, kept (no copy, no kernel) for nonfinite_in, which the driver calls after its clock.
+        self._outputs: dict[str, list[Any]] = {"encoder": [], "decoder": []}
+        self.model.get_encoder().register_forward_hook(self._keep("encoder"))
+        self.model.proj_out.register_forward_hook(self._keep("decoder"))
+
+    def _keep(self, stage: str) -> Callable[..., None]:
+        def hook(module: Any, args: Any, output: Any) -> None:
+            # The encoder returns a model output (its hidden states first), the projection a tensor.
+            self._outputs[stage].append(output if stage == "decoder" else output[0])
+
+        return hook
+
+    def nonfinite_in(self) -> list[str] | None:
+        """Return the stages whose outputs in the last transcribe held NaN or inf: "encoder" (its
+        hidden states), "decoder" (the logits of a decoding step: NaN or +inf, since generate masks
+        tokens it rules out with -inf, in place); None if nothing ran since the last call. A few small
+        kernels and a wait for the GPU: call it after the chunk's clock stops."""
+        torch = self.torch
+        if not any(self._outputs.values()):
+            return None
+        bad = []
+        for stage, kept in self._outputs.items():
+            if not kept:
+                continue
+            values = torch.cat([t.reshape(-1) for t in kept])
+            wrong = (
+                ~torch.isfinite(values)
+                if stage == "encoder"
+                else torch.isnan(values) | torch.isposinf(values)
+            )
+            if bool(wrong.any()):
+                bad.append(stage)
+        for kept in self._outputs.values():
+            kept.clear()
+        return bad
 
     def describe(self) -> dict[str, Any]:
         """Return what the result records about the loaded backend."""
@@ -257,6 +298,8 @@ class TransformersWhisperBackend:
     def transcribe(self, window: np.ndarray, offset: float, prompt: str | None) -> Hypothesis:
         """Return the words heard in ``window`` with times in the clip (spread over the window by length)."""
         torch = self.torch
+        for kept in self._outputs.values():
+            kept.clear()
         features = self.features(
             window, sampling_rate=SAMPLE_RATE, return_tensors="pt", device=self.device
         ).input_features.to(self.device, self.model.dtype)

@@ -41,6 +41,7 @@ from benchmarks.apps.base import (
     AppStopped,
     AppType,
     Driver,
+    RequestFailed,
     RequestRecord,
     _sleep_until,
     check_unit,
@@ -49,7 +50,7 @@ from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
-from benchmarks.metrics import QualityMeasure, info_mean
+from benchmarks.metrics import QualityMeasure, info_mean, info_share
 from benchmarks.models import ModelError
 from benchmarks.platform import ctranslate2_cuda_devices
 from benchmarks.spec.model import AUDIO_FILE_OR_FOLDER, DATA_FILE
@@ -94,6 +95,11 @@ class CaptionsOptions(AppOptions):
     )
     max_buffer_s: float = Field(
         12.0, gt=0, le=30, description="uncommitted audio kept before forcing a commit"
+    )
+    nonfinite: Literal["fail", "record"] = Field(
+        "fail",
+        description="a chunk whose encoder states or logits held NaN or inf (transformers backend): fail "
+        "(the chunk and the node fail, saying where) or record (served and timed, info.finite false)",
     )
     n_threads: int | None = Field(
         None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
@@ -239,6 +245,10 @@ def agreed_prefix(previous: list[Word], current: list[Word]) -> int:
     return n
 
 
+# Where a non-finite chunk's values came from (info.nonfinite_in), in words.
+_NONFINITE_WHERE = {"encoder": "encoder's hidden states", "decoder": "decoder's logits"}
+
+
 class CaptionsDriver(Driver):
     def load(self) -> dict[str, Any]:
         share_cpu_politely()
@@ -280,7 +290,9 @@ class CaptionsDriver(Driver):
         assert self.backend is not None
         started = now()
         self.backend.transcribe(np.zeros(round(self.options.chunk_s * SAMPLE_RATE), np.float32), 0.0, None)
-        return round(now() - started, 3)
+        took = round(now() - started, 3)
+        self.backend.nonfinite_in()  # the silence's outputs are no chunk's
+        return took
 
     def _decode(self, path: Path) -> np.ndarray:
         assert self.backend is not None
@@ -353,8 +365,22 @@ class CaptionsDriver(Driver):
                 tokens=heard.tokens,
                 text="".join(w.text for w in new).strip(),
             )
+            # Checked after the clock stopped, so that the check is in no timed figure.
+            nonfinite = self.backend.nonfinite_in() if self.backend is not None else None
+            if nonfinite is not None:
+                record.info.update(finite=not nonfinite, nonfinite_in=nonfinite)
             if final:
                 self._finish_stream(record, clip, committed)
+            if nonfinite and opts.nonfinite == "fail":
+                record.status = RequestStatus.ERROR
+                record.error = (
+                    f"chunk {k} of stream {stream} is not finite: NaN or inf in the "
+                    f"{' and the '.join(_NONFINITE_WHERE[s] for s in nonfinite)}, so its text and times "
+                    "are not those of a real transcription (matrix products gone wrong under an MPS "
+                    "share: docs/schedulers.md); nonfinite: record serves and times such chunks"
+                )
+                self.ctx.send_record(record)
+                raise RequestFailed(record.error)
             self.ctx.send_record(record)
             index += 1
         return index
@@ -411,5 +437,6 @@ APP = AppType(
         # Per stream (on its last chunk), only against a reference transcript with trained weights.
         QualityMeasure("wer", "fraction", info_mean("wer")),
         QualityMeasure("rtf", "s/s", info_mean("rtf")),
+        QualityMeasure("finite_chunks", "fraction", info_share("finite")),
     ),
 )

@@ -63,6 +63,11 @@ class ImageGenOptions(AppOptions):
         None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
     )
     save_images: bool = Field(True, description="save each image as PNG with the result bundle")
+    nonfinite: Literal["fail", "record"] = Field(
+        "fail",
+        description="an image with NaN or inf values (a black image): fail (the request and the node "
+        "fail, saying where the values came from) or record (served and timed, info.finite false)",
+    )
     attention: AttentionChoice = Field(
         "sdpa",
         description="the denoiser's attention kernel: sdpa (PyTorch's choice), a pinned SDPA backend "
@@ -107,6 +112,9 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
         more=lambda: machine_problems(opts.attention, on_gpu, unit.name),
     )
 
+
+# Where a non-finite image's values came from (info.nonfinite_in), in words.
+_NONFINITE_WHERE = {"denoiser": "denoiser's latents", "vae": "decoded pixels"}
 
 # The pipeline arguments encode_prompt's results go to, in its order.
 _EMBEDDINGS = (
@@ -254,6 +262,13 @@ class ImageGenDriver(Driver):
             finite=not nonfinite,
             nonfinite_in=nonfinite,
         )
+        if nonfinite and opts.nonfinite == "fail":
+            where = " and the ".join(_NONFINITE_WHERE[stage] for stage in nonfinite)
+            raise RequestFailed(
+                f"image {record.index} is not finite: NaN or inf in the {where}, so its times are not "
+                "those of a real image (a model overflowing in float16, or matrix products gone wrong "
+                "under an MPS share: docs/schedulers.md); nonfinite: record serves and times such images"
+            )
         if opts.save_images:
             self.ctx.out_dir.mkdir(parents=True, exist_ok=True)
             path = bundle_path(self.ctx.out_dir, f"image-{record.index:04d}.png")

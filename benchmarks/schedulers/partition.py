@@ -2,7 +2,9 @@
 
 The run starts a private MPS control daemon; every GPU node's process gets
 ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (its ``mps:`` share, or an equal split) and optionally
-``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``. While the run goes on, ``poll`` checks that each process that
+``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``. Before any application starts, a process at each share checks that
+matrix products come out right there (``mps_check``: on Hopper some shares leave outputs unwritten);
+a share that fails refuses the run. While the run goes on, ``poll`` checks that each process that
 uses the GPU is a client of the run's MPS server: CUDA silently falls back to a private context when
 it cannot reach the daemon, and a run measured that way would be greedy under another name.
 """
@@ -27,11 +29,15 @@ from benchmarks.schedulers.mps import (
     partition_share_problems,
     partition_shares,
 )
+from benchmarks.schedulers.mps_check import ShareCheck, check_share, refusal
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import Workflow
 
 VERIFY_EVERY_S = 0.25
+# The shares whose products passed the check in this process, by (share, visible GPUs): a sweep runs many
+# partitioned runs, each of which would pay the check's ~8 s a share again.
+_PASSED: dict[tuple[int, str], ShareCheck] = {}
 # A process seen on the GPU but not among the MPS clients twice this far apart has bypassed MPS
 # (one sighting alone can be a client caught between NVML's answer and the daemon's).
 BYPASS_CONFIRM_S = 0.5
@@ -78,6 +84,7 @@ class PartitionScheduler(Scheduler):
         self._suspect: dict[str, float] = {}
         self._next_check = 0.0
         self._server_pids: list[int] = []
+        self.checks: dict[int, ShareCheck] = {}
 
     @classmethod
     def spec_problems(cls, workflow: Workflow) -> list[str]:
@@ -105,6 +112,21 @@ class PartitionScheduler(Scheduler):
         self._pids = mp.get_context("spawn").RawArray("q", max(1, len(nodes)))
         self.daemon = MpsDaemon(binary)
         self.daemon.start()
+        self._check_shares()
+
+    def _check_shares(self) -> None:
+        """Check every share's matrix products in a client process first; a wrong one stops the run."""
+        assert self.daemon is not None
+        self.checks = {}
+        for share in sorted(set(self.shares.values())):
+            key = (share, os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+            check = _PASSED.get(key) or check_share(client_env(self.daemon.env, share, None), share)
+            if check.status == "passed":
+                _PASSED[key] = check
+            self.checks[share] = check
+            if check.status == "failed":
+                self.stop()
+                raise SchedulerError(refusal(check, [n for n, s in self.shares.items() if s == share]))
 
     def env_for(self, node: NodePlan) -> dict[str, str]:
         if node.name not in self.shares or self.daemon is None:
@@ -147,6 +169,8 @@ class PartitionScheduler(Scheduler):
             "memory_limits": dict(self.memory_limits),
             "mps_clients": {n: self._clients.get(n) for n in self.shares},
             "mps_servers": list(self._server_pids),
+            # Each share's check of matrix products (mps_check), by share in percent.
+            "product_check": {str(share): check.record() for share, check in self.checks.items()},
         }
 
     def stop(self) -> None:

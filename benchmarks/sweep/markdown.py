@@ -96,11 +96,23 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
         )
         if row.get("failed"):
             apps += f"; failed: {_cell(str(row['failed']))}"
+        if row.get("not_finite"):
+            apps += f"; {_nan_text(row['not_finite'])} (NaN or inf: figures of wrong computations)"
         lines.append(
             f"| {row['level']} | {row['load']} | {row['scheduler']} "
             f"| {_pct(row['mean_attainment'])} | {apps} |"
         )
     return lines
+
+
+def _nan_text(not_finite: Mapping[str, float]) -> str:
+    """Return what says which applications computed on NaN or inf, with the share of outputs finite."""
+    return "outputs not finite: " + ", ".join(f"{k} {_pct(v)} finite" for k, v in not_finite.items())
+
+
+def _nan_note(s: Mapping[str, Any]) -> str:
+    """Return the note after a mean attainment whose runs had applications computing on NaN or inf."""
+    return f" ({_nan_text(s['not_finite'])})" if s.get("not_finite") else ""
 
 
 def _not_run(s: Mapping[str, Any]) -> str:
@@ -166,7 +178,7 @@ def _overview(
                 for app, metric in columns
             ]
             lines.append(
-                f"| {label} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])} "
+                f"| {label} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}{_nan_note(s)} "
                 f"| {_num(s['sm_activity'])} % | "
                 + (f"{_num(s['makespan_s'])} | " if makespan else "")
                 + " | ".join(cells)
@@ -208,7 +220,7 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
         runs = s["per_run"]
         lines.append(
             f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
-            f"{_runs([r['mean_attainment'] for r in runs])} | {_num(s['sm_activity'])} % "
+            f"{_runs([r['mean_attainment'] for r in runs])}{_nan_note(s)} | {_num(s['sm_activity'])} % "
             f"({_num(s['sm_activity_run'])} %) | {_num(s['fairness'], '{:.2f}')} | "
             f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
             f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"

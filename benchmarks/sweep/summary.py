@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apps import resolve_type
-from benchmarks.metrics import application_metrics, quality_figures, slowdown_fairness
+from benchmarks.metrics import application_metrics, not_finite, quality_figures, slowdown_fairness
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
@@ -138,6 +138,10 @@ def _scheduler_summary(
         )
         for name in names
     }
+    # The applications whose outputs were NaN or inf in some run (pooled): their figures are of wrong
+    # computations (the key only where one was).
+    if nan := not_finite([{"name": n, "quality": a["quality"]} for n, a in out["apps"].items()]):
+        out["not_finite"] = nan
     if errors:
         out["error"] = "; ".join(errors)
     return out
@@ -232,6 +236,10 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
             # misses, and the workflow tables leave the run out (the key only where one did).
             if failed := (state.get(step) or {}).get("error"):
                 rows[-1]["failed"] = failed
+            # Applications whose outputs were NaN or inf (recorded, not failed): their figures are of
+            # wrong computations.
+            if nan := not_finite(result["applications"]):
+                rows[-1]["not_finite"] = nan
     below = sweep.threshold(sweep.schedulers[0]) if sweep.spec.search is not None else None
     return {
         "platform": platform,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import shutil
 
 import pytest
 
-from benchmarks.apps.base import RequestRecord
+from benchmarks.apps.base import RequestFailed, RequestRecord
 from benchmarks.apps.captions import APP, Word, agreed_prefix, check, normalize, word_error_rate
 from benchmarks.data import DATA_DIR
 from benchmarks.metrics import quality_figures
@@ -137,6 +138,7 @@ def test_transformers_backend_times_every_chunk_of_a_random_whisper_decoding_max
         assert r["metrics"]["chunk"] == pytest.approx(r["end"] - r["arrival"]) and r["metrics"]["chunk"] > 0
         # Random weights never end the text: each chunk costs exactly the capped decode.
         assert r["info"]["tokens"] == 6 and r["info"]["rtf"] > 0
+        assert r["info"]["finite"] is True and r["info"]["nonfinite_in"] == []
     # A random transcript is noise: no word error rate is claimed for it.
     assert "wer" not in records[-1]["info"] and records[-1]["info"]["transcript"]
     assert run.gate.steps["audio_chunk"] == len(records)
@@ -177,6 +179,55 @@ def test_transformers_backend_loads_a_whisper_folder_and_prompts_with_committed_
     words = " ".join(r["info"]["text"] for r in records).split()
     assert words == records[-1]["info"]["transcript"].split()
     assert "wer" in records[-1]["info"]  # real-weight folders are scored against the reference
+
+
+def _nan_whisper(folder, tmp_path, module):
+    """The Whisper folder with one layer's weights NaN: the encoder's first convolution (every value
+    after it) or the decoder's first feed-forward layer (the logits only)."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    model = WhisperForConditionalGeneration.from_pretrained(folder)
+    with torch.no_grad():
+        layer = model.model.encoder.conv1 if module == "encoder" else model.model.decoder.layers[0].fc1
+        layer.weight.fill_(float("nan"))
+    out = tmp_path / f"whisper-nan-{module}"
+    shutil.copytree(folder, out)
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(
+    ("module", "stages"), [("encoder", ["encoder", "decoder"]), ("decoder", ["decoder"])], ids=["enc", "dec"]
+)
+def test_with_nonfinite_record_a_chunk_with_nan_values_is_served_as_not_finite_naming_where(
+    run_driver, whisper_folder, tmp_path, module, stages
+):
+    folder = _nan_whisper(whisper_folder, tmp_path, module)
+    clip = DATA_DIR / "audio" / "clip-2.flac"
+    run = run_driver(TRANSFORMERS.format(model=folder, audio=clip, tokens=2) + "  nonfinite: record\n")
+    assert all(r["status"] == "ok" for r in run.records)
+    assert {(r["info"]["finite"], tuple(r["info"]["nonfinite_in"])) for r in run.records} == {
+        (False, tuple(stages))
+    }
+    assert quality_figures(run.records, APP.quality)["finite_chunks"] == {
+        "value": 0.0,
+        "unit": "fraction",
+        "count": len(run.records),
+    }
+
+
+@pytest.mark.models
+def test_by_default_a_chunk_with_nan_values_fails_the_node_saying_where_they_came_from(
+    run_driver, whisper_folder, tmp_path
+):
+    folder = _nan_whisper(whisper_folder, tmp_path, "decoder")
+    clip = DATA_DIR / "audio" / "clip-2.flac"
+    with pytest.raises(
+        RequestFailed, match=r"chunk 0 of stream 0 is not finite: NaN or inf in the decoder's logits"
+    ):
+        run_driver(TRANSFORMERS.format(model=folder, audio=clip, tokens=2))
 
 
 def test_random_whisper_on_faster_whisper_or_a_ctranslate2_compute_type_is_reported(make_unit):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.apps.base import RequestRecord
+from benchmarks.apps.base import RequestFailed, RequestRecord
 from benchmarks.apps.imagegen import APP
 from benchmarks.metrics import quality_figures
 from benchmarks.models import check_model
@@ -62,16 +62,9 @@ def test_a_local_diffusers_folder_loads_and_is_recorded_by_hash(run_driver, tmp_
     assert len(record["series"]["step"]) == 10
 
 
-@pytest.mark.models
-@pytest.mark.parametrize(
-    ("module", "stages"),
-    [("vae", ["vae"]), ("unet", ["denoiser", "vae"])],
-    ids=["vae", "denoiser"],
-)
-def test_an_image_with_nan_values_is_recorded_as_not_finite_naming_where_they_came_from(
-    run_driver, tmp_path, module, stages
-):
-    # A real pipeline with one layer's weights NaN, as a model overflowing in float16 would give them.
+def _nan_pipeline(tmp_path, module):
+    """A real pipeline with one layer's weights NaN, as a model overflowing in float16 would give them:
+    the VAE's decoder or the U-Net (the one the decode, or every denoising step, runs through)."""
     import torch
 
     from benchmarks.models.catalogue import RANDOM
@@ -79,12 +72,23 @@ def test_an_image_with_nan_values_is_recorded_as_not_finite_naming_where_they_ca
 
     pipe = build_random_pipeline(RANDOM["sd-tiny"], 0, torch.float32)
     with torch.no_grad():
-        # The VAE's decoder or the U-Net: the one the decode, or every denoising step, runs through.
         layer = pipe.vae.decoder.conv_in if module == "vae" else pipe.unet.conv_in
         layer.weight.fill_(float("nan"))
-    folder = tmp_path / "sd-tiny-nan"
+    folder = tmp_path / f"sd-tiny-nan-{module}"
     pipe.save_pretrained(folder)
-    run = run_driver(IMAGEGEN.format(model=folder).replace("steps: 10", "steps: 2"))
+    return IMAGEGEN.format(model=folder).replace("steps: 10", "steps: 2")
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(
+    ("module", "stages"),
+    [("vae", ["vae"]), ("unet", ["denoiser", "vae"])],
+    ids=["vae", "denoiser"],
+)
+def test_with_nonfinite_record_an_image_with_nan_values_is_served_as_not_finite_naming_where(
+    run_driver, tmp_path, module, stages
+):
+    run = run_driver(_nan_pipeline(tmp_path, module) + "  nonfinite: record\n")
     (record,) = run.records
     assert record["status"] == "ok"
     assert record["info"]["finite"] is False and record["info"]["nonfinite_in"] == stages
@@ -93,6 +97,22 @@ def test_an_image_with_nan_values_is_recorded_as_not_finite_naming_where_they_ca
         "unit": "fraction",
         "count": 1,
     }
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(
+    ("module", "where"),
+    [("vae", "decoded pixels"), ("unet", "denoiser's latents and the decoded pixels")],
+    ids=["vae", "denoiser"],
+)
+def test_by_default_an_image_with_nan_values_fails_its_request_saying_where_they_came_from(
+    run_driver, tmp_path, module, where
+):
+    with pytest.raises(
+        RequestFailed, match=f"image 0 is not finite: NaN or inf in the {where}, so its times"
+    ):
+        run_driver(_nan_pipeline(tmp_path, module))
+    assert not (tmp_path / "artifacts").exists() or not list((tmp_path / "artifacts").glob("*.png"))
 
 
 @pytest.mark.gpu

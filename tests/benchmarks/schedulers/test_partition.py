@@ -18,6 +18,7 @@ from benchmarks.runner import run_workflow
 from benchmarks.schedulers import get_scheduler
 from benchmarks.schedulers.base import NodePlan, SchedulerError
 from benchmarks.schedulers.mps import MpsDaemon, client_env, memory_limit_value, partition_shares
+from benchmarks.schedulers.mps_check import ProductCheck, ShareCheck
 from benchmarks.schedulers.partition import PartitionParams, PartitionScheduler
 from benchmarks.spec.load import load_yaml
 from benchmarks.spec.model import Workflow
@@ -331,7 +332,78 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     assert described["params"] == {"memory_limit": "4G", "stop_timeout_s": 10.0}
     assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
     assert described["mps_servers"] == [4242]
+    # Each share's product check ran in an MPS client process first; this machine has no CUDA device.
+    assert described["product_check"] == {
+        share: {"status": "not run", "sms": None, "wrong": [], "reason": "not run: torch sees no CUDA device"}
+        for share in ("40", "60")
+    }
     assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
+
+
+def test_a_share_whose_products_come_out_wrong_refuses_the_run_and_stops_the_daemon(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The mocks: a GPU, and one whose products go wrong at 50 % (an H100's at 33 %: mps_check's docstring).
+    monkeypatch.setattr(
+        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
+    )
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
+    wrong = ProductCheck("float16", 2, 9216, 1536, wrong=2048, unwritten=2048, max_rel_err=0.0)
+    seen: list[tuple[str, int]] = []
+
+    def check(env: dict[str, str], share: int) -> ShareCheck:
+        seen.append((env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], share))
+        return ShareCheck(share, "failed", 66, [wrong])
+
+    monkeypatch.setattr("benchmarks.schedulers.partition.check_share", check)
+    wf = load_yaml(
+        "a: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1}\n"
+        "b: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1}\n"
+        "workflows:\n  x: {uses: a}\n  y: {uses: b}\n",
+        name="t",
+    )
+    scheduler = PartitionScheduler()
+    with pytest.raises(
+        SchedulerError, match=r"at 50 % of the SMs \(66 SMs\), the share of x, y, matrix products"
+    ):
+        run_workflow(wf, scheduler=scheduler)
+    assert seen == [("50", 50)]
+    assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
+
+
+def test_a_share_that_passed_is_not_checked_again_in_the_same_process(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sweep runs many partitioned runs in one process; each would pay ~8 s a share. Mocks: a GPU, and
+    # its products right at every share.
+    monkeypatch.setattr(
+        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
+    )
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
+    monkeypatch.setattr("benchmarks.schedulers.partition._PASSED", {})
+    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
+    seen: list[int] = []
+
+    def check(env: dict[str, str], share: int) -> ShareCheck:
+        seen.append(share)
+        return ShareCheck(share, "passed", 66)
+
+    monkeypatch.setattr("benchmarks.schedulers.partition.check_share", check)
+    wf = load_yaml(
+        "a: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1, mps: 25}\n"
+        "b: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1}\n"
+        "c: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1, mps: 25}\n"
+        "workflows:\n  x: {uses: a}\n  y: {uses: b}\n  z: {uses: c}\n",
+        name="t",
+    )
+    first = run_workflow(wf, scheduler=PartitionScheduler())
+    second = run_workflow(wf, scheduler=PartitionScheduler())
+    assert seen == [25, 50]
+    for result in (first, second):
+        assert result.scheduler["product_check"] == {
+            "25": {"status": "passed", "sms": 66, "wrong": [], "reason": ""},
+            "50": {"status": "passed", "sms": 66, "wrong": [], "reason": ""},
+        }
 
 
 def test_credit_mps_admits_by_credit_inside_mps_shares(

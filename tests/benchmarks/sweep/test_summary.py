@@ -216,3 +216,33 @@ def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
     assert "| greedy | 50 % | chat 50 %; failed: chat: exit code -11 |" in text
     assert "| k4 | greedy | 0 | not run: run 1: chat: exit code -11 |" in text
     assert "| k2 | greedy | 0 | not run yet |" in text
+
+
+def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_were_nan(tmp_path):
+    # Its partition runs computed on products MPS left unwritten (docs/results/mps-gemm-h100.md): every
+    # image NaN, recorded (the runs predate nonfinite: fail); greedy's were all finite.
+    md = tmp_path / "kernels-sharing-h100.md"
+    md.write_text((ROOT / "docs/results/kernels-sharing-h100.md").read_text())
+    code = main(
+        [
+            "sweep",
+            str(ROOT / "studies/h200/kernels-sharing.yml"),
+            "--summarize",
+            "--from-archive",
+            str(ROOT / "docs/results/h100-kernels-sharing-gpu.tar.gz"),
+            "--json",
+            str(tmp_path / "kernels-sharing-h100.json"),
+            "--md",
+            str(md),
+        ]
+    )
+    assert code == 0
+    for name in ("kernels-sharing-h100.json", "kernels-sharing-h100-sweep.json"):
+        assert (tmp_path / name).read_text() == (ROOT / "docs/results" / name).read_text()
+    text = md.read_text()
+    assert text.split("\n")[5:] == (ROOT / "docs/results/kernels-sharing-h100.md").read_text().split("\n")[5:]
+    flagged = [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
+    assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
+    assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
+    sweep = json.loads((tmp_path / "kernels-sharing-h100-sweep.json").read_text())["sweep"]
+    assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
