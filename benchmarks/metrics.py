@@ -190,19 +190,19 @@ def info_share(key: str) -> Reducer:
     return reduce
 
 
-# The quality figures that say whether an application's outputs were numbers at all (info_share of
-# ``info.finite``): below 1, those requests computed on NaN or inf, and their times are not of real work.
-FINITE_FIGURES = ("finite_images", "finite_chunks")
+# A quality figure named finite_* is the share of an application's outputs that were numbers at all
+# (info_share of ``info.finite``: ImageGen's finite_images, LiveCaptions' finite_chunks). Below 1, those
+# requests computed on NaN or inf, and their times are not of real work.
+FINITE_PREFIX = "finite_"
 
 
 def not_finite(applications: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Return {application: its finite share} for the applications of a result whose outputs were not
-    all finite (a FINITE_FIGURES figure below 1)."""
+    all finite (a ``finite_*`` quality figure below 1)."""
     out = {}
     for app in applications:
-        for key in FINITE_FIGURES:
-            figure = (app.get("quality") or {}).get(key)
-            if figure is not None and figure["value"] < 1:
+        for key, figure in (app.get("quality") or {}).items():
+            if key.startswith(FINITE_PREFIX) and figure["value"] < 1:
                 out[app["name"]] = figure["value"]
     return out
 

@@ -256,13 +256,10 @@ class TransformersWhisperBackend:
         for stage, kept in self._outputs.items():
             if not kept:
                 continue
-            values = torch.cat([t.reshape(-1) for t in kept])
-            wrong = (
-                ~torch.isfinite(values)
-                if stage == "encoder"
-                else torch.isnan(values) | torch.isposinf(values)
-            )
-            if bool(wrong.any()):
+            # One flag a tensor, then one wait a stage: no copy of the logits (a prompt's step holds a row
+            # a token).
+            wrong = _nan_or_posinf if stage == "decoder" else _nonfinite
+            if bool(torch.stack([wrong(t).any() for t in kept]).any()):
                 bad.append(stage)
         for kept in self._outputs.values():
             kept.clear()
@@ -330,6 +327,18 @@ class TransformersWhisperBackend:
 
     def close(self) -> None:
         self.model = None
+        for kept in self._outputs.values():
+            kept.clear()
+
+
+def _nonfinite(values: Any) -> Any:
+    """Where values are NaN or inf."""
+    return ~values.isfinite()
+
+
+def _nan_or_posinf(values: Any) -> Any:
+    """Where logits are NaN or +inf (generate masks ruled-out tokens with -inf, which is no fault)."""
+    return values.isnan() | values.isposinf()
 
 
 Backend = FasterWhisperBackend | TransformersWhisperBackend

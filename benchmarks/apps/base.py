@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from benchmarks.clock import now
 from benchmarks.files import UNRESTRICTED, FileAccessError, FilePolicy, where
@@ -95,6 +95,22 @@ class RequestRecord:
 
 class AppStopped(Exception):
     """Raised inside a driver when the runner asked the application to stop (background or cancel)."""
+
+
+# What an application does with an output holding NaN or inf (ImageGen's images, LiveCaptions' chunks):
+# fail the request and the node (nonfinite_failure says why), or record it (served and timed as any
+# other, info.finite false).
+NonFinite = Literal["fail", "record"]
+
+
+def nonfinite_failure(what: str, where: Sequence[str]) -> str:
+    """Return the error of a request whose output held NaN or inf: ``what`` ("image 3") and ``where``
+    (the stages whose values were not finite, in words)."""
+    return (
+        f"{what} is not finite: NaN or inf in the {' and the '.join(where)}, so its times are not those "
+        "of real work (a model overflowing in float16, or matrix products gone wrong under an MPS share: "
+        "docs/schedulers.md); nonfinite: record serves and times such outputs"
+    )
 
 
 class RequestFailed(Exception):

@@ -41,10 +41,12 @@ from benchmarks.apps.base import (
     AppStopped,
     AppType,
     Driver,
+    NonFinite,
     RequestFailed,
     RequestRecord,
     _sleep_until,
     check_unit,
+    nonfinite_failure,
 )
 from benchmarks.apps.datasets import unit_input
 from benchmarks.apps.runtime import default_threads, share_cpu_politely
@@ -96,7 +98,7 @@ class CaptionsOptions(AppOptions):
     max_buffer_s: float = Field(
         12.0, gt=0, le=30, description="uncommitted audio kept before forcing a commit"
     )
-    nonfinite: Literal["fail", "record"] = Field(
+    nonfinite: NonFinite = Field(
         "fail",
         description="a chunk whose encoder states or logits held NaN or inf (transformers backend): fail "
         "(the chunk and the node fail, saying where) or record (served and timed, info.finite false)",
@@ -373,11 +375,8 @@ class CaptionsDriver(Driver):
                 self._finish_stream(record, clip, committed)
             if nonfinite and opts.nonfinite == "fail":
                 record.status = RequestStatus.ERROR
-                record.error = (
-                    f"chunk {k} of stream {stream} is not finite: NaN or inf in the "
-                    f"{' and the '.join(_NONFINITE_WHERE[s] for s in nonfinite)}, so its text and times "
-                    "are not those of a real transcription (matrix products gone wrong under an MPS "
-                    "share: docs/schedulers.md); nonfinite: record serves and times such chunks"
+                record.error = nonfinite_failure(
+                    f"chunk {k} of stream {stream}", [_NONFINITE_WHERE[s] for s in nonfinite]
                 )
                 self.ctx.send_record(record)
                 raise RequestFailed(record.error)

@@ -26,7 +26,15 @@ from benchmarks.apps.attention import (
     check_params,
     machine_problems,
 )
-from benchmarks.apps.base import AppType, Driver, RequestFailed, RequestRecord, check_unit
+from benchmarks.apps.base import (
+    AppType,
+    Driver,
+    NonFinite,
+    RequestFailed,
+    RequestRecord,
+    check_unit,
+    nonfinite_failure,
+)
 from benchmarks.apps.datasets import Input, prompts_input, read_jsonl, text_field
 from benchmarks.apps.runtime import setup_torch, share_cpu_politely, synchronize
 from benchmarks.clock import now
@@ -63,7 +71,7 @@ class ImageGenOptions(AppOptions):
         None, ge=1, le=1024, description="CPU threads (default: all this process may use)"
     )
     save_images: bool = Field(True, description="save each image as PNG with the result bundle")
-    nonfinite: Literal["fail", "record"] = Field(
+    nonfinite: NonFinite = Field(
         "fail",
         description="an image with NaN or inf values (a black image): fail (the request and the node "
         "fail, saying where the values came from) or record (served and timed, info.finite false)",
@@ -263,11 +271,8 @@ class ImageGenDriver(Driver):
             nonfinite_in=nonfinite,
         )
         if nonfinite and opts.nonfinite == "fail":
-            where = " and the ".join(_NONFINITE_WHERE[stage] for stage in nonfinite)
             raise RequestFailed(
-                f"image {record.index} is not finite: NaN or inf in the {where}, so its times are not "
-                "those of a real image (a model overflowing in float16, or matrix products gone wrong "
-                "under an MPS share: docs/schedulers.md); nonfinite: record serves and times such images"
+                nonfinite_failure(f"image {record.index}", [_NONFINITE_WHERE[stage] for stage in nonfinite])
             )
         if opts.save_images:
             self.ctx.out_dir.mkdir(parents=True, exist_ok=True)

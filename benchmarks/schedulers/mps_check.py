@@ -24,8 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# (dtype, m, n, k): a denoiser's adaptive-norm projection (2 rows), a 64-row product and a square one;
-# on the H100 each failed at some shares where the others passed.
+# (dtype, m, n, k): a denoiser's adaptive-norm projection (2 rows), a 64-row product and a square one.
+# On the H100 the 2-row product alone failed at 20, 30 and 33 %, the square one alone at 45, 65, 67, 75
+# and 80 %, the 64-row one only where the other two failed too; bfloat16 failed where float16 did, kept
+# because it runs other kernels.
 CASES: tuple[tuple[str, int, int, int], ...] = (
     ("float16", 2, 9216, 1536),
     ("float16", 64, 4096, 1536),
@@ -50,6 +52,8 @@ CHILD = (
 
 @dataclass
 class ProductCheck:
+    """One product's outcome: how many outputs were wrong, and how many of them never written."""
+
     dtype: str
     m: int
     n: int
@@ -61,7 +65,9 @@ class ProductCheck:
 
 @dataclass
 class ShareCheck:
-    """The outcome at one share: ``passed``, ``failed`` (a product came out wrong) or ``not run``."""
+    """The outcome at one share: ``passed``; ``failed`` (a product came out wrong); ``error`` (the check
+    itself broke, ``reason`` says how: the share is not cleared); ``not run`` (no torch or no CUDA device in
+    the check's process, ``reason``)."""
 
     share: int
     status: str
@@ -82,7 +88,8 @@ class ShareCheck:
 def check_products(
     device: str = "cuda", cases: Sequence[tuple[str, int, int, int]] = CASES
 ) -> list[ProductCheck]:
-    """Multiply each case's random matrices on ``device`` into a sentinel-filled output; check on the CPU."""
+    """Multiply each case's random matrices on ``device`` into a sentinel-filled output; return each
+    product's outcome against the float64 product on the CPU."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
@@ -125,7 +132,7 @@ def check_share(
             command, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except subprocess.TimeoutExpired:
-        return ShareCheck(share, "failed", reason=f"the check took over {timeout_s:g} s")
+        return ShareCheck(share, "error", reason=f"the check took over {timeout_s:g} s")
     last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
     if done.returncode == CANNOT_CHECK:
         return ShareCheck(share, "not run", reason=last[0] if last else "the check could not run")
@@ -135,15 +142,22 @@ def check_share(
         said = None
     if said is None:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return ShareCheck(share, "failed", reason=f"the check's process exited {done.returncode}: {tail}")
+        return ShareCheck(share, "error", reason=f"the check's process exited {done.returncode}: {tail}")
     products = [ProductCheck(**p) for p in said["products"]]
     status = "failed" if any(p.wrong for p in products) else "passed"
     return ShareCheck(share, status, said["sms"], products)
 
 
 def refusal(check: ShareCheck, nodes: Sequence[str]) -> str:
-    """The partitioned run's error for a failed share: what came out wrong, where, and what to do."""
-    what = "; ".join(check.record()["wrong"]) or check.reason
+    """The partitioned run's error for a share that failed or whose check broke: what, where, what to do."""
+    if check.status == "error":
+        return (
+            f"partition: the check of matrix products under MPS at {check.share} % of the SMs, the share "
+            f"of {', '.join(nodes)}, could not run ({check.reason}), so nothing says the share computes "
+            "right; `python -m benchmarks.perf.mps_shares --shares "
+            f"{check.share}` runs it alone (docs/schedulers.md, 'MPS shares that compute wrong')"
+        )
+    what = "; ".join(check.record()["wrong"])
     sms = f" ({check.sms} SMs)" if check.sms is not None else ""
     return (
         f"partition: under MPS at {check.share} % of the SMs{sms}, the share of {', '.join(nodes)}, matrix "

@@ -85,6 +85,7 @@ class PartitionScheduler(Scheduler):
         self._next_check = 0.0
         self._server_pids: list[int] = []
         self.checks: dict[int, ShareCheck] = {}
+        self._reused: set[int] = set()  # shares whose check passed earlier in this process, not run again
 
     @classmethod
     def spec_problems(cls, workflow: Workflow) -> list[str]:
@@ -117,14 +118,16 @@ class PartitionScheduler(Scheduler):
     def _check_shares(self) -> None:
         """Check every share's matrix products in a client process first; a wrong one stops the run."""
         assert self.daemon is not None
-        self.checks = {}
+        self.checks, self._reused = {}, set()
         for share in sorted(set(self.shares.values())):
             key = (share, os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+            if key in _PASSED:
+                self._reused.add(share)
             check = _PASSED.get(key) or check_share(client_env(self.daemon.env, share, None), share)
             if check.status == "passed":
                 _PASSED[key] = check
             self.checks[share] = check
-            if check.status == "failed":
+            if check.status in ("failed", "error"):
                 self.stop()
                 raise SchedulerError(refusal(check, [n for n, s in self.shares.items() if s == share]))
 
@@ -169,8 +172,12 @@ class PartitionScheduler(Scheduler):
             "memory_limits": dict(self.memory_limits),
             "mps_clients": {n: self._clients.get(n) for n in self.shares},
             "mps_servers": list(self._server_pids),
-            # Each share's check of matrix products (mps_check), by share in percent.
-            "product_check": {str(share): check.record() for share, check in self.checks.items()},
+            # Each share's check of matrix products (mps_check), by share in percent; "cached": it passed
+            # earlier in this process and was not run again.
+            "product_check": {
+                str(share): {**check.record(), "cached": share in self._reused}
+                for share, check in self.checks.items()
+            },
         }
 
     def stop(self) -> None:

@@ -62,16 +62,16 @@ def test_without_a_cuda_device_the_check_says_it_did_not_run() -> None:
     assert check.reason == "not run: torch sees no CUDA device"
 
 
-def test_a_check_process_that_breaks_fails_the_share_with_its_last_words() -> None:
+def test_a_check_process_that_breaks_is_an_error_with_its_last_words_not_a_wrong_product() -> None:
     check = check_share({}, 33, device="cpu", cases=(("float99", 2, 2, 2),))
-    assert check.status == "failed"
+    assert check.status == "error"
     assert check.reason.startswith("the check's process exited 1: AttributeError")
     assert "float99" in check.reason
 
 
-def test_a_check_that_hangs_fails_the_share(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_that_hangs_is_an_error() -> None:
     check = check_share({}, 33, device="cpu", cases=(("float32", 4096, 4096, 4096),), timeout_s=0.5)
-    assert (check.status, check.reason) == ("failed", "the check took over 0.5 s")
+    assert (check.status, check.reason) == ("error", "the check took over 0.5 s")
 
 
 def test_the_refusal_names_the_share_the_nodes_the_wrong_products_and_the_way_out() -> None:
@@ -83,6 +83,9 @@ def test_the_refusal_names_the_share_the_nodes_the_wrong_products_and_the_way_ou
     assert "float16 2x1536 @ 1536x9216: 2048 of 18432 wrong" in said
     assert "64x1536" not in said
     assert "mps:" in said and "greedy" in said and "benchmarks.perf.mps_shares" in said
+    broken = refusal(ShareCheck(33, "error", reason="the check took over 180 s"), ["image"])
+    assert "could not run (the check took over 180 s), so nothing says the share computes right" in broken
+    assert "come out wrong" not in broken
 
 
 @pytest.mark.gpu

@@ -4,13 +4,13 @@ and the private daemon's life cycle against a stand-in for ``nvidia-cuda-mps-con
 from __future__ import annotations
 
 import os
-import sys
 import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from benchmarks.cli import main as cli_main
 from benchmarks.platform import gpus
@@ -170,58 +170,11 @@ def test_the_cli_reports_the_partition_error_and_exits_with_usage(tmp_path: Path
 
 # -- the daemon's life cycle, against a stand-in binary ----------------------------------------------
 
-FAKE_CONTROL = """\
-#!{python}
-# Stand-in for nvidia-cuda-mps-control: `-d` forks a daemon that creates the control pipe and
-# exits when told to quit (FAKE_MPS=stubborn: never; mute: never opens the pipe either); without
-# -d it answers one command.
-import os, signal, subprocess, sys, time
-pipe = os.environ["CUDA_MPS_PIPE_DIRECTORY"]
-mode = os.environ.get("FAKE_MPS", "ok")
-if sys.argv[1:] == ["-d"]:
-    if mode == "fail":
-        sys.exit("An instance of this daemon is already running")
-    subprocess.Popen([sys.executable, __file__, "--serve"], start_new_session=True)
-    sys.exit(0)
-if sys.argv[1:] == ["--serve"]:
-    time.sleep(0.1)
-    if mode != "mute":
-        open(os.path.join(pipe, "control"), "w").close()
-    if mode == "stubborn":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    while not (os.path.exists(os.path.join(pipe, "quit")) and mode == "ok"):
-        time.sleep(0.02)
-    sys.exit(0)
-command = sys.stdin.read().split()
-if command == ["get_server_list"]:
-    print("4242")
-elif command[:1] == ["get_client_list"] and command[1:] == ["4242"]:
-    clients = os.environ.get("FAKE_MPS_CLIENTS", "").split(",")
-    parent = os.environ.get("FAKE_MPS_CLIENTS_OF")  # every child process of this pid is a client
-    if parent:
-        for entry in os.listdir("/proc"):
-            try:
-                stat = open("/proc/" + entry + "/stat").read() if entry.isdigit() else ")"
-                if stat.split(")")[-1].split()[1:2] == [parent]:
-                    clients.append(entry)
-            except OSError:
-                pass
-    print("\\n".join(clients))
-elif command == ["quit"]:
-    open(os.path.join(pipe, "quit"), "w").close()
-else:
-    sys.exit("unknown command")
-"""
 
-
-@pytest.fixture
-def fake_mps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    binary = tmp_path / "bin" / "nvidia-cuda-mps-control"
-    binary.parent.mkdir()
-    binary.write_text(FAKE_CONTROL.replace("{python}", sys.executable))
-    binary.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{binary.parent}{os.pathsep}{os.environ['PATH']}")
-    return binary
+@pytest.fixture(autouse=True)
+def _no_checked_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no share checked in this process (partition caches the passed ones)."""
+    monkeypatch.setattr("benchmarks.schedulers.partition._PASSED", {})
 
 
 def alive(pid: int) -> bool:
@@ -333,17 +286,32 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     assert all(isinstance(pid, int) and pid > 0 for pid in described["mps_clients"].values())
     assert described["mps_servers"] == [4242]
     # Each share's product check ran in an MPS client process first; this machine has no CUDA device.
-    assert described["product_check"] == {
-        share: {"status": "not run", "sms": None, "wrong": [], "reason": "not run: torch sees no CUDA device"}
-        for share in ("40", "60")
-    }
+    if not torch.cuda.is_available():  # here the check's process finds no GPU
+        assert described["product_check"] == {
+            share: {
+                "status": "not run",
+                "sms": None,
+                "wrong": [],
+                "reason": "not run: torch sees no CUDA device",
+                "cached": False,
+            }
+            for share in ("40", "60")
+        }
     assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
 
 
-def test_a_share_whose_products_come_out_wrong_refuses_the_run_and_stops_the_daemon(
-    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        ("failed", r"at 50 % of the SMs \(66 SMs\), the share of x, y, matrix products .* come out wrong"),
+        ("error", r"products under MPS at 50 % of the SMs, the share of x, y, could not run \(it broke\)"),
+    ],
+)
+def test_a_share_whose_products_come_out_wrong_or_cannot_be_checked_refuses_the_run(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch, status: str, said: str
 ) -> None:
-    # The mocks: a GPU, and one whose products go wrong at 50 % (an H100's at 33 %: mps_check's docstring).
+    # The mocks: a GPU, and one whose products go wrong at 50 % (an H100's at 33 %: mps_check's docstring)
+    # or whose check breaks there.
     monkeypatch.setattr(
         "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
     )
@@ -353,6 +321,8 @@ def test_a_share_whose_products_come_out_wrong_refuses_the_run_and_stops_the_dae
 
     def check(env: dict[str, str], share: int) -> ShareCheck:
         seen.append((env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], share))
+        if status == "error":
+            return ShareCheck(share, "error", reason="it broke")
         return ShareCheck(share, "failed", 66, [wrong])
 
     monkeypatch.setattr("benchmarks.schedulers.partition.check_share", check)
@@ -363,9 +333,7 @@ def test_a_share_whose_products_come_out_wrong_refuses_the_run_and_stops_the_dae
         name="t",
     )
     scheduler = PartitionScheduler()
-    with pytest.raises(
-        SchedulerError, match=r"at 50 % of the SMs \(66 SMs\), the share of x, y, matrix products"
-    ):
+    with pytest.raises(SchedulerError, match=said):
         run_workflow(wf, scheduler=scheduler)
     assert seen == [("50", 50)]
     assert scheduler.daemon is None and not _fake_daemons_of(fake_mps)
@@ -380,7 +348,6 @@ def test_a_share_that_passed_is_not_checked_again_in_the_same_process(
         "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
     )
     monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
-    monkeypatch.setattr("benchmarks.schedulers.partition._PASSED", {})
     monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     seen: list[int] = []
 
@@ -399,11 +366,36 @@ def test_a_share_that_passed_is_not_checked_again_in_the_same_process(
     first = run_workflow(wf, scheduler=PartitionScheduler())
     second = run_workflow(wf, scheduler=PartitionScheduler())
     assert seen == [25, 50]
-    for result in (first, second):
+    for result, cached in ((first, False), (second, True)):
         assert result.scheduler["product_check"] == {
-            "25": {"status": "passed", "sms": 66, "wrong": [], "reason": ""},
-            "50": {"status": "passed", "sms": 66, "wrong": [], "reason": ""},
+            share: {"status": "passed", "sms": 66, "wrong": [], "reason": "", "cached": cached}
+            for share in ("25", "50")
         }
+
+
+def test_the_share_check_runs_before_the_run_clock_starts(
+    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check takes seconds a share on a GPU: none of it may count as the run's time (or its energy,
+    # or its time limit). Mocks: a GPU, and a check that takes 1 s.
+    monkeypatch.setattr(
+        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
+    )
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
+    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
+
+    def slow_check(env: dict[str, str], share: int) -> ShareCheck:
+        time.sleep(1.0)
+        return ShareCheck(share, "passed", 66)
+
+    monkeypatch.setattr("benchmarks.schedulers.partition.check_share", slow_check)
+    wf = load_yaml(
+        "a: {type: Synthetic, steps: 2, step_ms: 5, num_requests: 1}\nworkflows:\n  x: {uses: a}\n", name="t"
+    )
+    result = run_workflow(wf, scheduler=PartitionScheduler())
+    (node,) = result.nodes
+    assert node.status == "succeeded" and node.started_at is not None
+    assert node.started_at < 0.9, node.started_at
 
 
 def test_credit_mps_admits_by_credit_inside_mps_shares(
