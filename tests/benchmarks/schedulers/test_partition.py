@@ -171,6 +171,17 @@ def test_the_cli_reports_the_partition_error_and_exits_with_usage(tmp_path: Path
 # -- the daemon's life cycle, against a stand-in binary ----------------------------------------------
 
 
+@pytest.fixture
+def stand_in_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one mock of the partitioned runs here: a GPU, which this machine does not have; the stand-in
+    daemon reports this test's children as its clients."""
+    monkeypatch.setattr(
+        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
+    )
+    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
+    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
+
+
 @pytest.fixture(autouse=True)
 def _no_checked_shares(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no share checked in this process (partition caches the passed ones)."""
@@ -308,14 +319,10 @@ def test_a_partitioned_run_checks_its_processes_are_mps_clients_and_stops_the_da
     ],
 )
 def test_a_share_whose_products_come_out_wrong_or_cannot_be_checked_refuses_the_run(
-    fake_mps: Path, monkeypatch: pytest.MonkeyPatch, status: str, said: str
+    fake_mps: Path, stand_in_gpu: None, monkeypatch: pytest.MonkeyPatch, status: str, said: str
 ) -> None:
     # The mocks: a GPU, and one whose products go wrong at 50 % (an H100's at 33 %: mps_check's docstring)
     # or whose check breaks there.
-    monkeypatch.setattr(
-        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
-    )
-    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
     wrong = ProductCheck("float16", 2, 9216, 1536, wrong=2048, unwritten=2048, max_rel_err=0.0)
     seen: list[tuple[str, int]] = []
 
@@ -340,15 +347,10 @@ def test_a_share_whose_products_come_out_wrong_or_cannot_be_checked_refuses_the_
 
 
 def test_a_share_that_passed_is_not_checked_again_in_the_same_process(
-    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+    fake_mps: Path, stand_in_gpu: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A sweep runs many partitioned runs in one process; each would pay ~8 s a share. Mocks: a GPU, and
     # its products right at every share.
-    monkeypatch.setattr(
-        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
-    )
-    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
-    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
     seen: list[int] = []
 
     def check(env: dict[str, str], share: int) -> ShareCheck:
@@ -374,15 +376,10 @@ def test_a_share_that_passed_is_not_checked_again_in_the_same_process(
 
 
 def test_the_share_check_runs_before_the_run_clock_starts(
-    fake_mps: Path, monkeypatch: pytest.MonkeyPatch
+    fake_mps: Path, stand_in_gpu: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The check takes seconds a share on a GPU: none of it may count as the run's time (or its energy,
     # or its time limit). Mocks: a GPU, and a check that takes 1 s.
-    monkeypatch.setattr(
-        "benchmarks.schedulers.partition.gpus", lambda: [{"index": 0, "name": "stand-in GPU"}]
-    )
-    monkeypatch.setattr("benchmarks.runner.checks.has_gpu", lambda: True)
-    monkeypatch.setenv("FAKE_MPS_CLIENTS_OF", str(os.getpid()))
 
     def slow_check(env: dict[str, str], share: int) -> ShareCheck:
         time.sleep(1.0)

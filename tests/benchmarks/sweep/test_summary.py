@@ -134,29 +134,35 @@ def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_besi
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in plots)
 
 
-def test_the_committed_h200_tables_are_regenerated_from_their_archive(tmp_path):
-    out = tmp_path / "schedulers-h200.json"
-    md = tmp_path / "schedulers-h200.md"
-    md.write_text((ROOT / "docs/results/schedulers-h200.md").read_text())
+def _regenerate(tmp_path, sweep: str, archive: str, stem: str) -> str:
+    """Summarize a committed archive into ``tmp_path`` as the committed files were; check the JSON files
+    and the Markdown (its tables and hand-written part) are the committed ones; return the Markdown."""
+    md = tmp_path / f"{stem}.md"
+    md.write_text((ROOT / "docs/results" / f"{stem}.md").read_text())
     code = main(
         [
             "sweep",
-            str(ROOT / "studies/h200/mix.yml"),
+            str(ROOT / "studies/h200" / sweep),
             "--summarize",
             "--from-archive",
-            str(ROOT / "docs/results/h200-study-gpu.tar.gz"),
+            str(ROOT / "docs/results" / archive),
             "--json",
-            str(out),
+            str(tmp_path / f"{stem}.json"),
             "--md",
             str(md),
         ]
     )
     assert code == 0
-    for name in ("schedulers-h200.json", "schedulers-h200-sweep.json"):
+    for name in (f"{stem}.json", f"{stem}-sweep.json"):
         assert (tmp_path / name).read_text() == (ROOT / "docs/results" / name).read_text()
-    committed = (ROOT / "docs/results/schedulers-h200.md").read_text()
+    committed = (ROOT / "docs/results" / f"{stem}.md").read_text()
     # The same tables and the same hand-written part; only the command in the head names the paths given.
     assert md.read_text().split("\n")[5:] == committed.split("\n")[5:]
+    return md.read_text()
+
+
+def test_the_committed_h200_tables_are_regenerated_from_their_archive(tmp_path):
+    _regenerate(tmp_path, "mix.yml", "h200-study-gpu.tar.gz", "schedulers-h200")
 
 
 def test_variants_of_one_workflow_are_lined_up_in_one_table_and_different_workflows_are_not(tmp_path):
@@ -221,26 +227,9 @@ def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
 def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_were_nan(tmp_path):
     # Its partition runs computed on products MPS left unwritten (docs/results/mps-gemm-h100.md): every
     # image NaN, recorded (the runs predate nonfinite: fail); greedy's were all finite.
-    md = tmp_path / "kernels-sharing-h100.md"
-    md.write_text((ROOT / "docs/results/kernels-sharing-h100.md").read_text())
-    code = main(
-        [
-            "sweep",
-            str(ROOT / "studies/h200/kernels-sharing.yml"),
-            "--summarize",
-            "--from-archive",
-            str(ROOT / "docs/results/h100-kernels-sharing-gpu.tar.gz"),
-            "--json",
-            str(tmp_path / "kernels-sharing-h100.json"),
-            "--md",
-            str(md),
-        ]
+    text = _regenerate(
+        tmp_path, "kernels-sharing.yml", "h100-kernels-sharing-gpu.tar.gz", "kernels-sharing-h100"
     )
-    assert code == 0
-    for name in ("kernels-sharing-h100.json", "kernels-sharing-h100-sweep.json"):
-        assert (tmp_path / name).read_text() == (ROOT / "docs/results" / name).read_text()
-    text = md.read_text()
-    assert text.split("\n")[5:] == (ROOT / "docs/results/kernels-sharing-h100.md").read_text().split("\n")[5:]
     flagged = [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
     assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
