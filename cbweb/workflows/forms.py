@@ -58,6 +58,7 @@ LABELS = {
     "n_ctx": "Context window (tokens)",
     "n_threads": "CPU threads",
     "n_gpu_layers": "GPU layers",
+    "nonfinite": "NaN or inf outputs",
 }
 HELP = {
     "scheduler": "the default; a run may choose another",
