@@ -121,6 +121,12 @@ def kernel_trace_refusal(workflow: Workflow, nodes: Collection[str]) -> str | No
 # minute of SD 3.5 at 1024x1024 alone on an H100 (~16 images) took more than 30 s to write
 # (captions-crowd's K = 1, its trace lost); the process exits as soon as it is written.
 TRACE_WRITE_GRACE_S = 120.0
+# Said of a traced node killed by a signal: CUPTI runs inside the traced process, and a traced llama.cpp
+# process has crashed with SIGSEGV before its first request (H100, torch 2.11, llama-cpp-python 0.3.36).
+TRACED_CRASH_NOTE = (
+    "its kernels were being traced (kernel_trace), and a traced llama.cpp process has crashed so: run it "
+    "untraced to tell (docs/monitor.md, Kernel traces)"
+)
 
 
 def node_env(scheduler_env: Mapping[str, str], device: str) -> dict[str, str]:
@@ -470,6 +476,8 @@ class _Run:
             self._set_status(state, NodeStatus.STOPPED, reason)
         else:
             reason = state.reason or exit_reason(code)
+            if code is not None and code < 0 and state.name in self.kernel_trace:
+                reason += f"; {TRACED_CRASH_NOTE}"
             self._set_status(state, NodeStatus.FAILED, reason)
         if state.conn is not None:
             state.conn.close()

@@ -209,19 +209,21 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
         "",
         f"## Workflow {name}" + (f" at level {level}" if level else ""),
         "",
-        "| scheduler | runs | mean attainment | SM activity serving (whole run) | fairness "
-        "| slowdown fairness | makespan (s) | GPU energy (J) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| scheduler | runs | mean attainment | SM activity serving (whole run) | SM occupancy serving "
+        "| fairness | slowdown fairness | makespan (s) | GPU energy (J) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for scheduler, s in per.items():
         if not s.get("runs"):
-            lines.append(f"| {scheduler} | 0 | {_not_run(s)} | | | | | |")
+            lines.append(f"| {scheduler} | 0 | {_not_run(s)} | | | | | | |")
             continue
         runs = s["per_run"]
+        occupancy = s["sm_occupancy"]
         lines.append(
             f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
             f"{_runs([r['mean_attainment'] for r in runs])}{_nan_note(s)} | {_num(s['sm_activity'])} % "
-            f"({_num(s['sm_activity_run'])} %) | {_num(s['fairness'], '{:.2f}')} | "
+            f"({_num(s['sm_activity_run'])} %) | {_num(occupancy)}{'' if occupancy is None else ' %'} | "
+            f"{_num(s['fairness'], '{:.2f}')} | "
             f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
             f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
         )
@@ -266,10 +268,11 @@ def render_markdown(
         f"Platform: {gpu}. " + _sweep_section(sweep, summary)[0],
         "",
         f"Written by `{command}` from the result bundles; the figures are",
-        "defined in docs/metrics.md, SM activity here is the mean while the run serves requests (first",
-        "counted request's start to the last one's end; the whole run, model loading included, in",
-        "parentheses). Several runs: means of the runs' figures, each run's in parentheses; an",
-        "application's attainment, latencies and quality figures pool the requests of all runs.",
+        "defined in docs/metrics.md, SM activity and SM occupancy here are means while the run serves",
+        "requests (first counted request's start to the last one's end; SM activity over the whole run,",
+        "model loading included, in parentheses). Several runs: means of the runs' figures, each run's in",
+        "parentheses; an application's attainment, latencies and quality figures pool the requests of all",
+        "runs.",
         *_sweep_section(sweep, summary)[1:],
     ]
     # Variants of one workflow (the same applications with SLOs: a sweep whose level is the workflow)

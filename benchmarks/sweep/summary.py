@@ -78,6 +78,7 @@ def _run_figures(result: Mapping[str, Any], bundle: Path, solos: Mapping[str, An
         "mean_attainment": result["mean_attainment"],
         "sm_activity": serving.get("sm_activity_mean_pct"),
         "sm_activity_run": run.get("sm_activity_mean_pct"),
+        "sm_occupancy": serving.get("sm_occupancy_mean_pct"),
         "fairness": result["fairness"],
         "slowdown_fairness": slowdown_fairness(
             {a["name"]: a["throughput_rps"] for a in result["applications"]},
@@ -107,6 +108,7 @@ def _scheduler_summary(
         return {
             "mean_attainment": None,
             "sm_activity": None,
+            "sm_occupancy": None,
             "fairness": None,
             "slowdown_fairness": None,
             "makespan_s": None,
@@ -121,6 +123,7 @@ def _scheduler_summary(
             "mean_attainment",
             "sm_activity",
             "sm_activity_run",
+            "sm_occupancy",
             "fairness",
             "slowdown_fairness",
             "makespan_s",

@@ -188,6 +188,11 @@ for name in "${QUEUE[@]}"; do
   if [ -n "$traced" ] && ls docs/results/"$name"-slices-*.json > /dev/null 2>&1; then
     continue  # its account is committed
   fi
+  if [ -z "${STUDY_QUEUE:-}" ] && [ -z "$traced" ] && [ -f "docs/results/h100-$name-gpu.tar.gz" ]; then
+    # Done on an H100 and committed (kernels-sharing, session 35): the queue does not resume from it (its
+    # state is another card's), so a call that names it in STUDY_QUEUE runs it whole again.
+    continue
+  fi
   if [ ! -f "$STATE/$name.done" ]; then
     left=$((LIMIT - SECONDS))
     if [ "$left" -lt 150 ]; then

@@ -126,6 +126,16 @@ def test_a_traced_sweep_whose_account_is_committed_is_not_run_again(tmp_path: Pa
     assert [c for c in calls(cwd) if c.startswith("video-kernel-trace")] == []
 
 
+def test_a_sweep_committed_from_an_h100_is_skipped_unless_a_chosen_queue_names_it(tmp_path: Path) -> None:
+    cwd = checkout(tmp_path)
+    (cwd / "docs" / "results").mkdir(parents=True)
+    (cwd / "docs" / "results" / "h100-kernels-sharing-gpu.tar.gz").write_text("an H100's archive")
+    assert queue(cwd, limit=5000).returncode == 0
+    assert [c for c in calls(cwd) if c.startswith("kernels-sharing")] == []
+    assert queue(cwd, limit=5000, STUDY_QUEUE="kernels-sharing").returncode == 0
+    assert [c for c in calls(cwd) if c.startswith("kernels-sharing")] == ["kernels-sharing from=none"]
+
+
 def test_a_failed_sweep_stops_the_queue_with_its_code_not_call_again(tmp_path: Path) -> None:
     cwd = checkout(tmp_path)
     (cwd / "rc-video-kernel-trace").write_text("1")

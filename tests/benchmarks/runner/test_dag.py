@@ -307,6 +307,18 @@ fine: {{type: Sleep, sleep_time: 0.2, num_requests: 2}}
     assert node(result, "fine").status == "succeeded"
 
 
+def test_a_traced_node_killed_by_a_signal_says_it_was_traced_and_an_untraced_one_does_not(tmp_path) -> None:
+    crash = "{type: Synthetic, fail_at_request: 1, fail_mode: segfault, steps: 1, step_ms: 1}"
+    result = run(f"traced: {crash}\nplain: {crash}", out_dir=tmp_path, kernel_trace=["traced"])
+    traced, plain = node(result, "traced"), node(result, "plain")
+    assert (
+        traced.status == "failed"
+        and "SIGSEGV" in traced.reason
+        and "kernels were being traced" in traced.reason
+    )
+    assert plain.status == "failed" and "SIGSEGV" in plain.reason and "traced" not in plain.reason
+
+
 def test_cancel_stops_everything_within_five_seconds_and_keeps_the_measurements() -> None:
     sink = Recorder()
     cancelled_at: list[float] = []

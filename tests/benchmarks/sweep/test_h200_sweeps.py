@@ -136,6 +136,27 @@ def test_the_gpu_levels_of_the_kernels_grid_are_valid_workflows():
     assert sweep.spec.repeats == 3 and sweep.schedulers == ["greedy", "partition"]
 
 
+def test_the_traced_kernels_sweep_traces_every_gpu_process_at_two_of_the_grids_levels(tmp_path):
+    # Its runs are the grid's cudnn and cbkernels_r128 cells under greedy, with every GPU process traced
+    # (an account with an untraced GPU node leaves the others' figures out): the same settings as the
+    # grid's but the MPS shares, which greedy ignores.
+    traced, grid = (
+        load_sweep(STUDIES / "kernels-sharing-trace.yml"),
+        load_sweep(STUDIES / "kernels-sharing.yml"),
+    )
+    assert sorted(traced.spec.kernel_trace) == sorted(traced.base["mix"]["workflows"])
+    assert [f"{s.level}/{s.scheduler}" for s in plan(traced, State(tmp_path))] == [
+        "cudnn/greedy",
+        "cbkernels_r128/greedy",
+    ]
+    levels = {lv.name: lv for lv in grid.levels}
+    for level in traced.levels:
+        without_shares = {
+            t: {k: v for k, v in o.items() if k != "mps"} for t, o in levels[level.name].types.items()
+        }
+        assert level.types == {t: o for t, o in without_shares.items() if o}
+
+
 def test_the_kernels_grid_says_which_level_needs_cbkernels_where_it_cannot_be_imported(monkeypatch):
     import sys
 

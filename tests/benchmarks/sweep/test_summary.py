@@ -228,10 +228,22 @@ def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_
     # Its partition runs computed on products MPS left unwritten (docs/results/mps-gemm-h100.md): every
     # image NaN, recorded (the runs predate nonfinite: fail); greedy's were all finite.
     text = _regenerate(
-        tmp_path, "kernels-sharing.yml", "h100-kernels-sharing-gpu.tar.gz", "kernels-sharing-h100"
+        tmp_path, "kernels-sharing.yml", "h100-kernels-sharing-33pct-gpu.tar.gz", "kernels-sharing-h100-33pct"
     )
     flagged = [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
     assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
-    sweep = json.loads((tmp_path / "kernels-sharing-h100-sweep.json").read_text())["sweep"]
+    sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
     assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
+
+
+def test_the_committed_sharing_grid_at_checked_shares_regenerates_with_every_output_finite(tmp_path):
+    # Its partition shares (25/50/25 %) passed the product check: no run flagged, and every cell has
+    # its SM occupancy while serving (the figure the grid's reading turns on).
+    text = _regenerate(
+        tmp_path, "kernels-sharing.yml", "h100-kernels-sharing-gpu.tar.gz", "kernels-sharing-h100"
+    )
+    assert "outputs not finite" not in text
+    grid = json.loads((tmp_path / "kernels-sharing-h100.json").read_text())["grid"]["mix"]
+    cells = [cell for level in grid.values() for cell in level.values()]
+    assert len(cells) == 6 and all(cell["runs"] == 3 and cell["sm_occupancy"] > 0 for cell in cells)
