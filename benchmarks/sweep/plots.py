@@ -47,11 +47,23 @@ def attainment_rows(
     return [*(["solo"] if solo else []), *schedulers], rows
 
 
+def not_finite_bars(workflows: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """Return {(row, scheduler): the share of outputs finite} for the attainment plot's bars of an
+    application whose outputs were not all finite under that scheduler (the summary's ``not_finite``):
+    its attainment is of work partly not done, and its bar says so, as the tables do."""
+    return {
+        (f"{name}: {app}", scheduler): share
+        for name, per in workflows.items()
+        for scheduler, s in per.items()
+        for app, share in (s.get("not_finite") or {}).items()
+    }
+
+
 def attainment_plot(
     workflows: Mapping[str, Mapping[str, Any]], schedulers: Sequence[str], path: Path
 ) -> Path | None:
     """Draw horizontal bars per workflow and application with an SLO: its attainment alone (where the
-    sweep has solo runs), then under each scheduler.
+    sweep has solo runs), then under each scheduler; a bar of outputs not all finite says so.
 
     ``workflows`` is the summary's ``{name: {scheduler: {"apps": {...}}}}``; a scheduler without figures
     for an application gets no bar. Returns ``path``, or None when no application has a figure.
@@ -59,6 +71,7 @@ def attainment_plot(
     series, rows = attainment_rows(workflows, schedulers)
     if not rows:
         return None
+    nan = not_finite_bars(workflows)
     plt = _pyplot()
     bar = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(9, 1 + 0.3 * len(rows) * len(series)))
@@ -66,14 +79,18 @@ def attainment_plot(
         ys = [i + j * bar for i in range(len(rows))]
         xs = [100 * (values[key] or 0.0) for _, values in rows]
         ax.barh(ys, xs, height=bar, color=COLOURS.get(key), label=key)
-        for y, (_, values) in zip(ys, rows, strict=True):
+        for y, (label, values) in zip(ys, rows, strict=True):
             value = values[key]
+            text = "no figure" if value is None else f"{value:.0%}"
+            if (label, key) in nan:
+                text += f", outputs not finite ({nan[label, key]:.0%} finite)"
             ax.text(
                 (100 * value if value is not None else 0) + 1,
                 y,
-                "no figure" if value is None else f"{value:.0%}",
+                text,
                 va="center",
                 fontsize=7,
+                color="#b2182b" if (label, key) in nan else "black",
             )
     ax.set_yticks([i + bar * (len(series) - 1) / 2 for i in range(len(rows))], [r[0] for r in rows])
     ax.invert_yaxis()

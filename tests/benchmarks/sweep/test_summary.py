@@ -11,7 +11,7 @@ import pytest
 from benchmarks.cli import main
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
-from benchmarks.sweep.plots import attainment_rows
+from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
 from benchmarks.sweep.state import State, Step
 from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
@@ -206,6 +206,15 @@ def test_the_attainment_plot_leaves_out_applications_without_an_slo_and_a_solo_s
     workflows["b8"]["greedy"]["apps"]["busy-1"]["solo_attainment"] = 0.5
     series, rows = attainment_rows(workflows, ["greedy"])
     assert series == ["solo", "greedy"] and [name for name, _ in rows] == ["b8: captions", "b8: busy-1"]
+
+
+def test_the_attainment_plot_marks_the_bars_of_outputs_not_finite(tmp_path):
+    # The committed first sharing grid: under partition every image was NaN (the tables flag it).
+    summary = json.loads((ROOT / "docs/results/kernels-sharing-h100-33pct.json").read_text())
+    workflows = summary["grid"]["mix"]["cudnn"]
+    assert not_finite_bars({"mix": workflows}) == {("mix: image", "partition"): 0.0}
+    assert attainment_plot({"mix": workflows}, ["greedy", "partition"], tmp_path / "a.svg") is not None
+    assert "outputs not finite (0% finite)" in (tmp_path / "a.svg").read_text()
 
 
 def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
