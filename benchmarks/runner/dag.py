@@ -122,10 +122,10 @@ def kernel_trace_refusal(workflow: Workflow, nodes: Collection[str]) -> str | No
 # (captions-crowd's K = 1, its trace lost); the process exits as soon as it is written.
 TRACE_WRITE_GRACE_S = 120.0
 # Said of a traced node killed by a signal: CUPTI runs inside the traced process, and a traced llama.cpp
-# process has crashed with SIGSEGV before its first request (H100, torch 2.11, llama-cpp-python 0.3.36).
+# process was killed by SIGSEGV before it completed a request (H100, torch 2.11, llama-cpp-python 0.3.36).
 TRACED_CRASH_NOTE = (
-    "its kernels were being traced (kernel_trace), and a traced llama.cpp process has crashed so: run it "
-    "untraced to tell (docs/monitor.md, Kernel traces)"
+    "its kernels were being traced (kernel_trace), under which a llama.cpp process has been killed by "
+    "SIGSEGV: run it untraced to tell (docs/monitor.md, Kernel traces)"
 )
 
 

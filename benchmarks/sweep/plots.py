@@ -12,6 +12,8 @@ from typing import Any
 
 # One colour per series, the same in both plots; schedulers past these get matplotlib's cycle.
 COLOURS = {"solo": "#9e9e9e", "greedy": "#d95f02", "credit": "#1b9e77", "partition": "#7570b3"}
+# The label of a bar whose application's outputs were not all finite.
+NOT_FINITE_COLOUR = "#b2182b"
 FORMATS = ("png", "svg")
 
 Timeline = tuple[Sequence[float], Sequence[float], tuple[float, float] | None]
@@ -90,7 +92,7 @@ def attainment_plot(
                 text,
                 va="center",
                 fontsize=7,
-                color="#b2182b" if (label, key) in nan else "black",
+                color=NOT_FINITE_COLOUR if (label, key) in nan else "black",
             )
     ax.set_yticks([i + bar * (len(series) - 1) / 2 for i in range(len(rows))], [r[0] for r in rows])
     ax.invert_yaxis()

@@ -252,7 +252,7 @@ def test_the_committed_sharing_grid_at_checked_shares_regenerates_with_every_out
     text = _regenerate(
         tmp_path, "kernels-sharing.yml", "h100-kernels-sharing-gpu.tar.gz", "kernels-sharing-h100"
     )
-    assert "outputs not finite" not in text
+    assert not [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
     grid = json.loads((tmp_path / "kernels-sharing-h100.json").read_text())["grid"]["mix"]
     cells = [cell for level in grid.values() for cell in level.values()]
     assert len(cells) == 6 and all(cell["runs"] == 3 and cell["sm_occupancy"] > 0 for cell in cells)
