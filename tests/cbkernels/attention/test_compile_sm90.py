@@ -96,7 +96,8 @@ def test_the_tma_variant_uses_bulk_tensor_copies_and_wgmma_without_spilling(
 
 def test_the_sm90_default_for_head_dim_64_compiles_to_wgmma_without_spilling(tmp_path: Path) -> None:
     # Its register count is the GPU run's to state (128 on the H100, docs/results/kernels-h100.json):
-    # compiled here with the same Triton the kernel holds 184, a difference docs/kernels.md notes.
+    # compiled here with the same Triton the kernel holds 184, a difference that
+    # docs/results/kernels-h200.md notes.
     facts = compile_sm90(default_for(64, (9, 0)), 64, tmp_path)
     assert facts["wgmma"] and not facts["tma"] and facts["stack"] == 0, facts
 
