@@ -5,7 +5,7 @@ rate): they say how busy the GPU was, not whose kernel ran when. A kernel trace 
 (and copy) the traced process ran on the GPU, with its start and end on the GPU and when the process
 launched it, through CUPTI as PyTorch's profiler enables it: process-wide, so kernels launched by any
 library in the process (cuDNN, Triton, llama.cpp) are recorded, not only PyTorch's (but every traced
-llama.cpp process so far has been killed by SIGSEGV: docs/monitor.md). torch is imported
+llama.cpp process so far has been killed by SIGSEGV while loading: docs/monitor.md). torch is imported
 when the process starts, before the application loads its libraries (a CUDA build of llama.cpp loaded
 before torch makes torch's import abort: benchmarks.platform.llama_gpu_offload); the recording starts
 once the application has loaded (before its group's go: the model load is not traced) and stops after

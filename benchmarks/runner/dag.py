@@ -121,8 +121,9 @@ def kernel_trace_refusal(workflow: Workflow, nodes: Collection[str]) -> str | No
 # minute of SD 3.5 at 1024x1024 alone on an H100 (~16 images) took more than 30 s to write
 # (captions-crowd's K = 1, its trace lost); the process exits as soon as it is written.
 TRACE_WRITE_GRACE_S = 120.0
-# Said of a traced node killed by a signal: CUPTI runs inside the traced process, and a traced llama.cpp
-# process was killed by SIGSEGV before it completed a request (H100, torch 2.11, llama-cpp-python 0.3.36).
+# Said of a traced node killed by a signal: a traced process imports torch and checks CUDA before its
+# application loads, and a traced llama.cpp process was killed by SIGSEGV while loading (H100, torch 2.11,
+# llama-cpp-python 0.3.36; docs/monitor.md).
 TRACED_CRASH_NOTE = (
     "its kernels were being traced (kernel_trace), under which a llama.cpp process has been killed by "
     "SIGSEGV: run it untraced to tell (docs/monitor.md, Kernel traces)"
