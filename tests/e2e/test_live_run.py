@@ -15,7 +15,9 @@ from tests.e2e.conftest import ARTIFACTS, LiveApp, log_in, wait_for_result
 
 pytestmark = pytest.mark.browser
 
-# "report" is written first but depends on "steady": the page must list steady first.
+# "report" is written first but depends on "steady": the page must list steady first. "steady" spins
+# on the CPU: a sleeping application's CPU % can read 0 in every sample so far, and a constant series
+# is listed, not drawn (CI saw the per-application CPU panel missing for that reason).
 SLOW = """\
 report:
   type: Sleep
@@ -23,8 +25,9 @@ report:
   num_requests: 2
   slo: ["e2e<=1s"]
 steady:
-  type: Sleep
-  sleep_time: 0.3
+  type: Synthetic
+  steps: 1
+  step_ms: 300
   num_requests: 40
   slo: ["e2e<=1s"]
 workflows:
