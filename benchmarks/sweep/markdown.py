@@ -12,6 +12,7 @@ from benchmarks.sweep.model import Sweep
 
 # Everything below this line of the Markdown is written by hand; ``--summarize`` keeps it.
 HAND_WRITTEN_MARKER = "<!-- Written by hand below this line: summarize keeps it as it is. -->"
+NO_PARAMETERS = "no parameters"
 
 
 def _pct(x: float | None) -> str:
@@ -227,6 +228,11 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
             f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
             f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
         )
+    # What each scheduler ran with, from its runs' results; left out when no scheduler had any setting.
+    settings = {scheduler: _settings_text(s["settings"]) for scheduler, s in per.items() if s.get("settings")}
+    if any(text != NO_PARAMETERS for text in settings.values()):
+        lines += ["", "Scheduler settings as run (from each run's result):", ""]
+        lines += [f"- {scheduler}: {text}" for scheduler, text in settings.items()]
     lines += [
         "",
         "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo "
@@ -253,6 +259,33 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
                 f"| {share} | {quality} |"
             )
     return lines
+
+
+def _settings_text(groups: Sequence[Mapping[str, Any]]) -> str:
+    """Return a cell's scheduler settings as run: one text when every run had the same, else the runs
+    of each ("runs 1, 2: ...; run 3: ...")."""
+    if len(groups) == 1:
+        return _one_setting(groups[0])
+    return "; ".join(
+        f"run{'s' if len(g['runs']) > 1 else ''} {', '.join(map(str, g['runs']))}: {_one_setting(g)}"
+        for g in groups
+    )
+
+
+def _one_setting(setting: Mapping[str, Any]) -> str:
+    """Return one set of scheduler settings: the SM shares with their product checks, then the
+    parameters."""
+    parts = []
+    if shares := setting.get("shares_percent"):
+        text = "SM shares " + ", ".join(f"{node} {share} %" for node, share in shares.items())
+        if checks := setting.get("product_check"):
+            text += " (product check: " + ", ".join(f"{k} % {v}" for k, v in checks.items()) + ")"
+        parts.append(text)
+    params = setting.get("params") or {}
+    parts.append(
+        ", ".join(f"{k} {'none' if v is None else v}" for k, v in params.items()) if params else NO_PARAMETERS
+    )
+    return "; ".join(parts)
 
 
 def render_markdown(

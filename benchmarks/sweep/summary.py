@@ -100,6 +100,34 @@ def _gpu_shares(result: Mapping[str, Any], recorder: TelemetryRecorder) -> dict[
     return out
 
 
+def scheduler_settings(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Return what a run's scheduler ran with, read from its result (not from the sweep file, which may
+    have changed since): its parameters (defaults filled in) and, for an MPS scheduler (partition, or
+    credit-mps's ``mps``), each node's SM share in percent and each share's product check."""
+    scheduler = result.get("scheduler") or {}
+    mps = scheduler.get("mps") or scheduler
+    out: dict[str, Any] = {"params": scheduler.get("params") or {}}
+    if shares := mps.get("shares_percent"):
+        out["shares_percent"] = shares
+        checks = mps.get("product_check") or {}
+        if checks:
+            out["product_check"] = {share: check.get("status") for share, check in checks.items()}
+    return out
+
+
+def _settings_groups(settings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return the distinct settings of a cell's runs in order of appearance, each with the runs (1-based,
+    as in ``per_run``) that ran with it."""
+    groups: list[dict[str, Any]] = []
+    for run, item in enumerate(settings, start=1):
+        same = next((g for g in groups if {k: v for k, v in g.items() if k != "runs"} == item), None)
+        if same is None:
+            groups.append({"runs": [run], **item})
+        else:
+            same["runs"].append(run)
+    return groups
+
+
 def _scheduler_summary(
     runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str]
 ) -> dict[str, Any]:
@@ -132,6 +160,7 @@ def _scheduler_summary(
     }
     out["runs"] = len(per_run)
     out["per_run"] = per_run
+    out["settings"] = _settings_groups([scheduler_settings(result) for result, _ in runs])
     names = [a["name"] for a in runs[0][0]["applications"]]
     out["apps"] = {
         name: _app_summary(

@@ -29,10 +29,11 @@ def record(
     error: str | None = None,
     gpm: bool = True,
     tokens_out: int | None = None,
+    scheduler: dict[str, Any] | None = None,
 ) -> None:
     """Record a finished run whose chat made one request per TTFT (SLO 0.5 s), 1 s apart, from t = 2 s on,
     each of ``tokens_out`` tokens when given; its GPM telemetry reads 0 % before t = 2 s (loading) and
-    80 % after."""
+    80 % after. ``scheduler``: what the result records of its scheduler beside its name."""
     requests = [
         {
             "index": i,
@@ -85,7 +86,7 @@ def record(
             "status": "completed",
             "reason": None,
             "workflow": {},
-            "scheduler": {"name": step.scheduler},
+            "scheduler": {"name": step.scheduler, **(scheduler or {})},
             "platform": {"gpus": [{"name": "NVIDIA H200"}]},
             "repeat_index": 1,
             "started_at_unix": 0.0,

@@ -13,7 +13,7 @@ from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
 from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
 from benchmarks.sweep.state import State, Step
-from benchmarks.sweep.summary import summarize, write_summary
+from benchmarks.sweep.summary import scheduler_settings, summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
 
 
@@ -46,6 +46,59 @@ def test_the_summary_pools_the_runs_of_a_scheduler_and_reads_sm_activity_while_s
         and partition["error"] == "run 1: no GPU"
     )
     assert summary["workflows"]["content-creation"]["greedy"]["runs"] == 0
+
+
+def test_the_tables_say_what_each_run_s_scheduler_ran_with_read_from_its_result(tmp_path):
+    # The sweep file may have changed since (the first sharing grid ran partition at 33 %, and its
+    # sweep file now sets other shares): the tables read the settings from the runs' results.
+    sweep, state = h200(repeats=3), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9], scheduler={"params": {}})
+    checked = {"25": {"status": "passed", "sms": 33}, "50": {"status": "passed", "sms": 66}}
+    at = {
+        1: {"chat": 25, "image": 50, "captions": 25},
+        2: {"chat": 33, "image": 33, "captions": 33},
+        3: {"chat": 25, "image": 50, "captions": 25},
+    }
+    for repeat, shares in at.items():
+        record(
+            state,
+            Step("mix", "mix", "L0", "partition", repeat=repeat),
+            [0.1],
+            scheduler={
+                "params": {"memory_limit": None, "stop_timeout_s": 10.0},
+                "shares_percent": shares,
+                **({"product_check": checked} if repeat != 2 else {}),
+            },
+        )
+    summary = summarize(sweep, state)
+    partition = summary["workflows"]["mix"]["partition"]
+    assert [g["runs"] for g in partition["settings"]] == [[1, 3], [2]]
+    assert partition["settings"][0]["product_check"] == {"25": "passed", "50": "passed"}
+    assert summary["workflows"]["mix"]["greedy"]["settings"] == [{"runs": [1], "params": {}}]
+    write_summary(sweep, state, tmp_path / "s.json", tmp_path / "s.md", "consumerbench sweep x --summarize")
+    text = (tmp_path / "s.md").read_text()
+    assert "- greedy: no parameters\n" in text
+    # Greedy alone has nothing to say: no list.
+    sweep = load_sweep(ROOT / "studies/h200/captions-crowd.yml")
+    crowd = State(tmp_path / "crowd")
+    record(crowd, Step("k4", "mix", "K", "greedy"), [0.1], scheduler={"params": {}})
+    write_summary(sweep, crowd, tmp_path / "c.json", tmp_path / "c.md", "consumerbench sweep x --summarize")
+    assert "Scheduler settings as run" not in (tmp_path / "c.md").read_text()
+    assert (
+        "- partition: runs 1, 3: SM shares chat 25 %, image 50 %, captions 25 % (product check: 25 % "
+        "passed, 50 % passed); memory_limit none, stop_timeout_s 10.0; run 2: SM shares chat 33 %, "
+        "image 33 %, captions 33 %; memory_limit none, stop_timeout_s 10.0\n"
+    ) in text
+    # credit-mps records its MPS partition under "mps".
+    credit_mps = {
+        "name": "credit-mps",
+        "params": {"pressure_threshold": 0.5},
+        "mps": {"shares_percent": at[2]},
+    }
+    assert scheduler_settings({"scheduler": credit_mps}) == {
+        "params": {"pressure_threshold": 0.5},
+        "shares_percent": at[2],
+    }
 
 
 def test_an_applications_quality_figures_pool_the_requests_of_its_runs(tmp_path):
@@ -244,6 +297,9 @@ def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
     sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
     assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
+    # The sweep file now sets 25/50/25 %; the tables say the shares these runs had.
+    shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 %; memory_limit none"
+    assert text.count(shares) == 3
 
 
 def test_the_committed_sharing_grid_at_checked_shares_regenerates_with_every_output_finite(tmp_path):
