@@ -281,10 +281,13 @@ def _one_setting(setting: Mapping[str, Any]) -> str:
         if checks := setting.get("product_check"):
             text += " (product check: " + ", ".join(f"{k} % {v}" for k, v in checks.items()) + ")"
         parts.append(text)
-    params = setting.get("params") or {}
-    parts.append(
-        ", ".join(f"{k} {'none' if v is None else v}" for k, v in params.items()) if params else NO_PARAMETERS
-    )
+    params = setting.get("params")
+    if params is None:
+        parts.append("parameters not recorded")
+    else:
+        parts.append(
+            ", ".join(f"{k} {'none' if v is None else v}" for k, v in params.items()) or NO_PARAMETERS
+        )
     return "; ".join(parts)
 
 

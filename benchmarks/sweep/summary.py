@@ -102,11 +102,13 @@ def _gpu_shares(result: Mapping[str, Any], recorder: TelemetryRecorder) -> dict[
 
 def scheduler_settings(result: Mapping[str, Any]) -> dict[str, Any]:
     """Return what a run's scheduler ran with, read from its result (not from the sweep file, which may
-    have changed since): its parameters (defaults filled in) and, for an MPS scheduler (partition, or
-    credit-mps's ``mps``), each node's SM share in percent and each share's product check."""
+    have changed since): its parameters (defaults filled in; None when not recorded) and, for an MPS
+    scheduler (partition, or credit-mps's ``mps``), each node's SM share in percent and each share's
+    product check."""
     scheduler = result.get("scheduler") or {}
     mps = scheduler.get("mps") or scheduler
-    out: dict[str, Any] = {"params": scheduler.get("params") or {}}
+    # None: a result written before schedulers recorded their parameters.
+    out: dict[str, Any] = {"params": scheduler.get("params")}
     if shares := mps.get("shares_percent"):
         out["shares_percent"] = shares
         checks = mps.get("product_check") or {}

@@ -89,7 +89,9 @@ def test_the_tables_say_what_each_run_s_scheduler_ran_with_read_from_its_result(
         "passed, 50 % passed); memory_limit none, stop_timeout_s 10.0; run 2: SM shares chat 33 %, "
         "image 33 %, captions 33 %; memory_limit none, stop_timeout_s 10.0\n"
     ) in text
-    # credit-mps records its MPS partition under "mps".
+    # credit-mps records its MPS partition under "mps"; a result from before schedulers recorded their
+    # parameters says so.
+    assert scheduler_settings({"scheduler": {"name": "greedy"}}) == {"params": None}
     credit_mps = {
         "name": "credit-mps",
         "params": {"pressure_threshold": 0.5},
