@@ -260,6 +260,38 @@ def traced_nodes(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def scheduler_settings(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Return what a run's scheduler ran with, read from its result (not from the sweep file, which may
+    have changed since): its parameters (defaults filled in; None when not recorded) and, for an MPS
+    scheduler (partition, or credit-mps's ``mps``), each node's SM share in percent and each share's
+    product check."""
+    scheduler = result.get("scheduler") or {}
+    mps = scheduler.get("mps") or scheduler
+    # None: a result written before schedulers recorded their parameters.
+    out: dict[str, Any] = {"params": scheduler.get("params")}
+    if shares := mps.get("shares_percent"):
+        out["shares_percent"] = shares
+        checks = mps.get("product_check") or {}
+        if checks:
+            out["product_check"] = {share: check.get("status") for share, check in checks.items()}
+    return out
+
+
+def format_shares(settings: Mapping[str, Any]) -> str | None:
+    """Return the SM shares of ``scheduler_settings`` as text, each share's product check after them
+    ("chat 25 %, image 50 %, captions 25 % (product check: 25 % passed, 50 % passed)"), or None when the
+    run had none (a scheduler without MPS)."""
+    shares = settings.get("shares_percent")
+    if not shares:
+        return None
+    text = ", ".join(f"{node} {share} %" for node, share in shares.items())
+    if checks := settings.get("product_check"):
+        text += (
+            " (product check: " + ", ".join(f"{share} % {status}" for share, status in checks.items()) + ")"
+        )
+    return text
+
+
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Return a ``result.json`` mapping of an earlier schema version in the current shape (JSON types
     only), or ``data`` itself when it is not of an earlier version.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchmarks.results import QualityFigure, format_quality
+from benchmarks.results import QualityFigure, format_quality, format_shares
 from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.model import Sweep
 
@@ -276,11 +276,8 @@ def _one_setting(setting: Mapping[str, Any]) -> str:
     """Return one set of scheduler settings: the SM shares with their product checks, then the
     parameters."""
     parts = []
-    if shares := setting.get("shares_percent"):
-        text = "SM shares " + ", ".join(f"{node} {share} %" for node, share in shares.items())
-        if checks := setting.get("product_check"):
-            text += " (product check: " + ", ".join(f"{k} % {v}" for k, v in checks.items()) + ")"
-        parts.append(text)
+    if shares := format_shares(setting):
+        parts.append(f"SM shares {shares}")
     params = setting.get("params")
     if params is None:
         parts.append("parameters not recorded")

@@ -11,6 +11,7 @@ from typing import Any
 from benchmarks.apps import resolve_type
 from benchmarks.metrics import application_metrics, not_finite, quality_figures, slowdown_fairness
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
+from benchmarks.results import scheduler_settings
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
 from benchmarks.sweep.model import Level, Sweep
@@ -97,23 +98,6 @@ def _gpu_shares(result: Mapping[str, Any], recorder: TelemetryRecorder) -> dict[
     for app in result["applications"]:
         own = active_span([app])
         out[app["name"]] = recorder.gpu_time_share(app["name"], *own) if own is not None else None
-    return out
-
-
-def scheduler_settings(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Return what a run's scheduler ran with, read from its result (not from the sweep file, which may
-    have changed since): its parameters (defaults filled in; None when not recorded) and, for an MPS
-    scheduler (partition, or credit-mps's ``mps``), each node's SM share in percent and each share's
-    product check."""
-    scheduler = result.get("scheduler") or {}
-    mps = scheduler.get("mps") or scheduler
-    # None: a result written before schedulers recorded their parameters.
-    out: dict[str, Any] = {"params": scheduler.get("params")}
-    if shares := mps.get("shares_percent"):
-        out["shares_percent"] = shares
-        checks = mps.get("product_check") or {}
-        if checks:
-            out["product_check"] = {share: check.get("status") for share, check in checks.items()}
     return out
 
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmarks.models import random_substitution, random_weights_name
-from benchmarks.results import accelerators, traced_nodes
+from benchmarks.results import accelerators, format_shares, scheduler_settings, traced_nodes
 from benchmarks.schedulers import scheduler_label
 from benchmarks.status import FINISHED as JOBS_FINISHED
 from benchmarks.status import JobStatus, NodeStatus, RequestStatus
@@ -114,6 +114,13 @@ class Run(models.Model):
         """``node: accelerator`` for each node that ran a model (``benchmarks.results.accelerators``
         over the stored result); empty before the run finished."""
         return accelerators(self.result) if isinstance(self.result, dict) else []
+
+    @property
+    def sm_shares(self) -> str | None:
+        """Each node's share of the GPU's SMs under an MPS scheduler (partition, credit-mps) as the run
+        recorded it, with each share's product check (``benchmarks.results.format_shares``); None for
+        the other schedulers and before the run finished."""
+        return format_shares(scheduler_settings(self.result)) if isinstance(self.result, dict) else None
 
     @property
     def traced_nodes(self) -> list[str]:

@@ -19,9 +19,11 @@ from benchmarks.results import (
     SloRow,
     accelerators,
     format_quality,
+    format_shares,
     headline,
     load_bundle,
     quality_table,
+    scheduler_settings,
     shown_metrics,
     slo_table,
     write_bundle,
@@ -349,3 +351,26 @@ def test_traced_nodes_are_read_from_a_stored_result_mapping() -> None:
 
     result = {"nodes": [{"name": "a", "kernel_trace": "artifacts/a/kernels.csv.gz"}, {"name": "b"}, "junk"]}
     assert traced_nodes(result) == ["a"] and traced_nodes({}) == []
+
+
+def test_a_schedulers_settings_and_sm_shares_are_read_from_a_stored_result_mapping() -> None:
+    checks = {"25": {"status": "passed", "sms": 33, "cached": True}, "50": {"status": "failed", "sms": 66}}
+    partition = {
+        "name": "partition",
+        "params": {"memory_limit": None},
+        "shares_percent": {"chat": 25, "image": 50},
+        "product_check": checks,
+    }
+    settings = scheduler_settings({"scheduler": partition})
+    assert settings == {
+        "params": {"memory_limit": None},
+        "shares_percent": {"chat": 25, "image": 50},
+        "product_check": {"25": "passed", "50": "failed"},
+    }
+    assert format_shares(settings) == "chat 25 %, image 50 % (product check: 25 % passed, 50 % failed)"
+    # credit-mps records its MPS partition under "mps"; a run from before the check has none.
+    credit_mps = {"name": "credit-mps", "params": {}, "mps": {"shares_percent": {"chat": 33}}}
+    assert format_shares(scheduler_settings({"scheduler": credit_mps})) == "chat 33 %"
+    # Greedy has no shares; a result from before schedulers recorded their parameters says None.
+    assert scheduler_settings({"scheduler": {"name": "greedy"}}) == {"params": None}
+    assert format_shares(scheduler_settings({})) is None

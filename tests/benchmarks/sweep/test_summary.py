@@ -13,7 +13,7 @@ from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
 from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
 from benchmarks.sweep.state import State, Step
-from benchmarks.sweep.summary import scheduler_settings, summarize, write_summary
+from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
 
 
@@ -89,18 +89,6 @@ def test_the_tables_say_what_each_run_s_scheduler_ran_with_read_from_its_result(
         "passed, 50 % passed); memory_limit none, stop_timeout_s 10.0; run 2: SM shares chat 33 %, "
         "image 33 %, captions 33 %; memory_limit none, stop_timeout_s 10.0\n"
     ) in text
-    # credit-mps records its MPS partition under "mps"; a result from before schedulers recorded their
-    # parameters says so.
-    assert scheduler_settings({"scheduler": {"name": "greedy"}}) == {"params": None}
-    credit_mps = {
-        "name": "credit-mps",
-        "params": {"pressure_threshold": 0.5},
-        "mps": {"shares_percent": at[2]},
-    }
-    assert scheduler_settings({"scheduler": credit_mps}) == {
-        "params": {"pressure_threshold": 0.5},
-        "shares_percent": at[2],
-    }
 
 
 def test_an_applications_quality_figures_pool_the_requests_of_its_runs(tmp_path):

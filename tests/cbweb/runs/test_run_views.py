@@ -404,3 +404,22 @@ def test_the_result_page_names_the_nodes_whose_kernels_were_traced(finished_run:
     html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
     assert f'<dt>Kernel trace</dt><dd id="kernel-trace">{node["name"]} <small>' in html
     assert "their latencies include the tracer's cost" in html
+
+
+def test_the_result_page_gives_the_sm_share_of_each_node_of_an_mps_run(finished_run: Run) -> None:
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert 'id="sm-shares"' not in html  # greedy
+    # A partition bundle from a GPU machine (imported): the result records the shares it ran with and
+    # each share's product check, whatever its workflow asked for.
+    finished_run.result["scheduler"] = {
+        "name": "partition",
+        "params": {"memory_limit": None, "stop_timeout_s": 10.0},
+        "shares_percent": {"chat": 25, "image": 50},
+        "product_check": {"25": {"status": "passed", "sms": 33}, "50": {"status": "passed", "sms": 66}},
+    }
+    finished_run.save(update_fields=["result"])
+    html = Client().get(f"/runs/{finished_run.pk}/").content.decode()
+    assert (
+        '<dt>SM shares</dt><dd id="sm-shares">chat 25 %, image 50 % '
+        "(product check: 25 % passed, 50 % passed) <small>"
+    ) in html
