@@ -264,32 +264,43 @@ def scheduler_settings(result: Mapping[str, Any]) -> dict[str, Any]:
     """Return what a run's scheduler ran with, read from its result (not from the sweep file, which may
     have changed since): its parameters (defaults filled in; None when not recorded) and, for an MPS
     scheduler (partition, or credit-mps's ``mps``), each node's SM share in percent and each share's
-    product check."""
-    scheduler = result.get("scheduler") or {}
-    mps = scheduler.get("mps") or scheduler
-    # None: a result written before schedulers recorded their parameters.
-    out: dict[str, Any] = {"params": scheduler.get("params")}
-    if shares := mps.get("shares_percent"):
+    product check (None: the result records none, as before the check existed). A value of the wrong
+    type (an old or hand-edited result) reads as not recorded."""
+    scheduler = _mapping(result.get("scheduler"))
+    mps = _mapping(scheduler.get("mps")) or scheduler
+    params = scheduler.get("params")
+    out: dict[str, Any] = {"params": params if isinstance(params, dict) else None}
+    if shares := _mapping(mps.get("shares_percent")):
+        checks = _mapping(mps.get("product_check"))
         out["shares_percent"] = shares
-        checks = mps.get("product_check") or {}
-        if checks:
-            out["product_check"] = {share: check.get("status") for share, check in checks.items()}
+        out["product_check"] = (
+            {share: _mapping(check).get("status") for share, check in checks.items()} if checks else None
+        )
     return out
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def format_shares(settings: Mapping[str, Any]) -> str | None:
     """Return the SM shares of ``scheduler_settings`` as text, each share's product check after them
-    ("chat 25 %, image 50 %, captions 25 % (product check: 25 % passed, 50 % passed)"), or None when the
-    run had none (a scheduler without MPS)."""
+    ("chat 25 %, image 50 %, captions 25 % (product check: 25 % passed, 50 % passed)"; "no product
+    check recorded" for a run from before the check), or None when the run had none (a scheduler
+    without MPS)."""
     shares = settings.get("shares_percent")
     if not shares:
         return None
     text = ", ".join(f"{node} {share} %" for node, share in shares.items())
-    if checks := settings.get("product_check"):
-        text += (
-            " (product check: " + ", ".join(f"{share} % {status}" for share, status in checks.items()) + ")"
-        )
-    return text
+    checks = settings.get("product_check")
+    if checks is None:
+        return text + " (no product check recorded)"
+    return (
+        text
+        + " (product check: "
+        + ", ".join(f"{k} % {v or 'not recorded'}" for k, v in checks.items())
+        + ")"
+    )
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -228,7 +228,8 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
             f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
             f"{_num(s['makespan_s'])} | {_num(s.get('energy_j'), '{:.0f}')} |"
         )
-    # What each scheduler ran with, from its runs' results; left out when no scheduler had any setting.
+    # What each scheduler ran with, from its runs' results; left out when every one ran without
+    # parameters or shares (greedy alone).
     settings = {scheduler: _settings_text(s["settings"]) for scheduler, s in per.items() if s.get("settings")}
     if any(text != NO_PARAMETERS for text in settings.values()):
         lines += ["", "Scheduler settings as run (from each run's result):", ""]

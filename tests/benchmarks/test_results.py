@@ -370,7 +370,18 @@ def test_a_schedulers_settings_and_sm_shares_are_read_from_a_stored_result_mappi
     assert format_shares(settings) == "chat 25 %, image 50 % (product check: 25 % passed, 50 % failed)"
     # credit-mps records its MPS partition under "mps"; a run from before the check has none.
     credit_mps = {"name": "credit-mps", "params": {}, "mps": {"shares_percent": {"chat": 33}}}
-    assert format_shares(scheduler_settings({"scheduler": credit_mps})) == "chat 33 %"
+    assert (
+        format_shares(scheduler_settings({"scheduler": credit_mps}))
+        == "chat 33 % (no product check recorded)"
+    )
     # Greedy has no shares; a result from before schedulers recorded their parameters says None.
     assert scheduler_settings({"scheduler": {"name": "greedy"}}) == {"params": None}
     assert format_shares(scheduler_settings({})) is None
+    # Values of the wrong type (an old or hand-edited result) read as not recorded, never as an error.
+    assert scheduler_settings({"scheduler": "partition"}) == {"params": None}
+    odd = {"params": [1], "mps": "x", "shares_percent": {"a": 50}, "product_check": {"50": "passed"}}
+    assert scheduler_settings({"scheduler": odd}) == {
+        "params": None,
+        "shares_percent": {"a": 50},
+        "product_check": {"50": None},
+    }

@@ -87,7 +87,7 @@ def test_the_tables_say_what_each_run_s_scheduler_ran_with_read_from_its_result(
     assert (
         "- partition: runs 1, 3: SM shares chat 25 %, image 50 %, captions 25 % (product check: 25 % "
         "passed, 50 % passed); memory_limit none, stop_timeout_s 10.0; run 2: SM shares chat 33 %, "
-        "image 33 %, captions 33 %; memory_limit none, stop_timeout_s 10.0\n"
+        "image 33 %, captions 33 % (no product check recorded); memory_limit none, stop_timeout_s 10.0\n"
     ) in text
 
 
@@ -288,7 +288,7 @@ def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_
     sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
     assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
     # The sweep file now sets 25/50/25 %; the tables say the shares these runs had.
-    shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 %; memory_limit none"
+    shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 % (no product check recorded); "
     assert text.count(shares) == 3
 
 
