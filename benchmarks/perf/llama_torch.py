@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if unknown := [v for v in [*args.variants, args.variant] if v is not None and v not in VARIANTS]:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    if not 0 < args.timeout_s <= 600:
+        parser.error(
+            f"--timeout-s {args.timeout_s:g}: give seconds in (0, 600] (a device command may run 600 s)"
+        )
     if args.variant:
         variant(args.variant, args.model)
         return 0

@@ -40,3 +40,9 @@ def test_an_unknown_variant_is_refused_with_the_known_ones(capsys: Any) -> None:
         tool.main(["llama", "nope"])
     assert exited.value.code == 2
     assert "unknown variant(s) nope; known: llama, torch-import" in capsys.readouterr().err
+
+
+def test_a_timeout_outside_0_to_600_s_is_refused(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exited:
+        tool.main(["llama", "--timeout-s", "0"])
+    assert exited.value.code == 2 and "--timeout-s 0: give seconds in (0, 600]" in capsys.readouterr().err
