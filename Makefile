@@ -64,28 +64,41 @@ $(BIN)/consumerbench: pyproject.toml package-lock.json Makefile $(LLAMA_STAMP)
 # A missing stamp (first install, or another flavour asked for) makes the install run again.
 $(LLAMA_STAMP):
 
-# llama.cpp's HTTP server for LLMServer units (continuous batching over parallel slots), built from the
-# llama.cpp source that llama-cpp-python's sdist vendors (the bindings' own version) with the flags
-# above and the build flavour's (GPU=cuda|metal|cpu, as the bindings), statically linked, into
-# $(BIN)/llama-server. Cached: the stamp names the version and the flavour, so it is rebuilt only when
-# one changes (`rm $(VENV)/.llama-server-*` to force). 11-17 min measured on 2 busy cores (10 min of CPU); the engine finds it beside its Python
-# (or CB_LLAMA_SERVER). benchmarks/apps/server_gate.patch adds the scheduler's step gate (docs/schedulers.md);
-# the stamp names the patch's hash too, so a changed patch rebuilds.
+# llama.cpp's HTTP server for LLMServer units (continuous batching over parallel slots), built only when
+# asked (`make llama-server`, or `make install LLMSERVER=1`): the demo and most workflows never start one.
+# Built from the llama.cpp source that llama-cpp-python's sdist vendors (the bindings' own version) with
+# the flags above and the build flavour's (GPU=cuda|metal|cpu, as the bindings), statically linked.
+# benchmarks/apps/server_gate.patch adds the scheduler's step gate (docs/schedulers.md). The binary is
+# cached per version, flavour and patch hash under the same cache folder as the wheels, so a second clone
+# on this machine copies it instead of compiling (about 10 min of CPU); the engine finds it beside its
+# Python (or CB_LLAMA_SERVER).
 SERVER_GATE_PATCH := benchmarks/apps/server_gate.patch
-LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_VERSION)-$(GPU)-$(shell cksum < $(SERVER_GATE_PATCH) | cut -d' ' -f1)
+LLAMA_SERVER_KEY := $(LLAMA_VERSION)-$(GPU)-$(shell cksum < $(SERVER_GATE_PATCH) | cut -d' ' -f1)
+LLAMA_SERVER_CACHE := $(or $(CB_CACHE_DIR),$(HOME)/.cache/consumerbench)/llama-server/$(LLAMA_SERVER_KEY)
+LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_SERVER_KEY)
 .PHONY: llama-server
 llama-server: $(LLAMA_SERVER_STAMP)
+ifeq ($(LLMSERVER),1)
 install: $(LLAMA_SERVER_STAMP)
+endif
 $(LLAMA_SERVER_STAMP): | $(BIN)/consumerbench
-	set -e; work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
+	@set -e; start=$$(date +%s); \
+	if [ ! -x "$(LLAMA_SERVER_CACHE)/llama-server" ]; then \
+	echo "llama-server $(LLAMA_SERVER_KEY): compiling llama.cpp's server (about 10 min of CPU; cached afterwards)"; \
+	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
 	$(BIN)/pip download -q --no-deps --no-binary=:all: -d "$$work" llama-cpp-python==$(LLAMA_VERSION); \
 	tar -xzf "$$work"/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C "$$work"; \
 	patch -s -p1 -d "$$work"/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp < $(SERVER_GATE_PATCH); \
 	cmake -S "$$work"/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B "$$work/build" -DCMAKE_BUILD_TYPE=Release \
 		$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU)) -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
-		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF; \
+		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF > "$$work/cmake.log"; \
 	cmake --build "$$work/build" --target llama-server -j$$(nproc); \
-	install -m 755 "$$work/build/bin/llama-server" $(BIN)/llama-server
+	mkdir -p "$(LLAMA_SERVER_CACHE)"; \
+	install -m 755 "$$work/build/bin/llama-server" "$(LLAMA_SERVER_CACHE)/llama-server.tmp"; \
+	mv "$(LLAMA_SERVER_CACHE)/llama-server.tmp" "$(LLAMA_SERVER_CACHE)/llama-server"; \
+	fi; \
+	install -m 755 "$(LLAMA_SERVER_CACHE)/llama-server" $(BIN)/llama-server; \
+	echo "llama-server: $(BIN)/llama-server ($$(( $$(date +%s) - start )) s)"
 	rm -f $(VENV)/.llama-server-*
 	touch $@
 

@@ -110,8 +110,8 @@ def server_binary() -> Path:
     if found:
         return Path(found)
     raise ServerError(
-        f"llama.cpp's {BINARY} is not installed: run `make llama-server` (part of `make install`), "
-        f"or set {BINARY_ENV} to its path"
+        f"llama.cpp's {BINARY} is not installed: run `make llama-server` (compiles llama.cpp's server, "
+        f"about 10 min of CPU, once per version: it is cached), or set {BINARY_ENV} to its path"
     )
 
 
