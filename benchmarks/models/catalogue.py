@@ -564,23 +564,23 @@ RANDOM: dict[str, RandomModel] = {
 # How a model's name (a catalogue name, a hub id, a file or folder name) tells its architecture, for
 # ``--weights random``: tried in order on each component of the name, the last component first.
 _SD = r"(?:stable[-_ ]?diffusion|sd)[-_ ]?"
-_TWIN_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"whisper[-_.]?(?:large[-_.]?v3[-_.]?turbo|turbo)", "whisper-large-v3-turbo"),
-    (r"whisper[-_.]?large", "whisper-large-v3"),
-    (r"whisper[-_.]?medium", "whisper-medium"),
-    (r"whisper[-_.]?small", "whisper-small"),
-    (r"whisper[-_.]?base", "whisper-base"),
-    (r"whisper[-_.]?tiny", "whisper-tiny"),
-    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?1b(?![a-z0-9])", "llama-3.2-1b"),
-    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?3b(?![a-z0-9])", "llama-3.2-3b"),
-    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?8b(?![a-z0-9])", "llama-3.1-8b"),
-    (r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?70b(?![a-z0-9])", "llama-3.1-70b"),
-    (_SD + r"3\.5[-_ ]?large", "sd3.5-large"),
-    (_SD + r"3\.5[-_ ]?medium", "sd3.5-medium"),
-    (_SD + r"3[-_ ]?medium", "sd3-medium"),
-    (r"(?:stable[-_ ]?diffusion[-_ ]?xl|sd[-_ ]?xl)", "sdxl"),
-    (_SD + r"(?:v?2(?:[-_.]\d)?(?![0-9])|turbo)", "sd2.1"),
-    (_SD + r"v?1[-_.]\d", "sd1.5"),
+_TWIN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"whisper[-_.]?(?:large[-_.]?v3[-_.]?turbo|turbo)"), "whisper-large-v3-turbo"),
+    (re.compile(r"whisper[-_.]?large"), "whisper-large-v3"),
+    (re.compile(r"whisper[-_.]?medium"), "whisper-medium"),
+    (re.compile(r"whisper[-_.]?small"), "whisper-small"),
+    (re.compile(r"whisper[-_.]?base"), "whisper-base"),
+    (re.compile(r"whisper[-_.]?tiny"), "whisper-tiny"),
+    (re.compile(r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?1b(?![a-z0-9])"), "llama-3.2-1b"),
+    (re.compile(r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?3b(?![a-z0-9])"), "llama-3.2-3b"),
+    (re.compile(r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?8b(?![a-z0-9])"), "llama-3.1-8b"),
+    (re.compile(r"llama[-_ ]?3(?:\.\d)?[-_ ](?:.*[-_ ])?70b(?![a-z0-9])"), "llama-3.1-70b"),
+    (re.compile(_SD + r"3\.5[-_ ]?large"), "sd3.5-large"),
+    (re.compile(_SD + r"3\.5[-_ ]?medium"), "sd3.5-medium"),
+    (re.compile(_SD + r"3[-_ ]?medium"), "sd3-medium"),
+    (re.compile(r"(?:stable[-_ ]?diffusion[-_ ]?xl|sd[-_ ]?xl)"), "sdxl"),
+    (re.compile(_SD + r"(?:v?2(?:[-_.]\d)?(?![0-9])|turbo)"), "sd2.1"),
+    (re.compile(_SD + r"v?1[-_.]\d"), "sd1.5"),
 )
 
 
@@ -616,7 +616,7 @@ def random_twin(name: str) -> RandomModel | None:
         return RANDOM[_PACKAGED_TWINS[name]]
     for part in reversed([p for p in name.lower().replace("\\", "/").split("/") if p]):
         for pattern, twin in _TWIN_PATTERNS:
-            if re.search(pattern, part):
+            if pattern.search(part):
                 return RANDOM[twin]
     return None
 
