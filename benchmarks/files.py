@@ -228,14 +228,20 @@ class FilePolicy:
 
     def read_bytes(self, value: str | Path, field: FileField, where: str) -> bytes:
         """Return the content of an allowed regular file, reading at most its cap (FileAccessError)."""
-        path = self.check(str(value), field, where)
+        path = self.regular_file(value, field, where)
         try:
-            # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat decides what it is.
+            # O_NONBLOCK: opening a FIFO swapped in since the check must not wait for a writer.
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             raise FileAccessError(f"{where}: no such file or it cannot be opened") from None
-        with os.fdopen(fd, "rb") as fh:
+        try:
+            # What was opened is checked again (it may have been replaced since) before it is wrapped:
+            # a folder opens but cannot be read, and the descriptor must not outlive the refusal.
             _check_stat(os.fstat(fd), field, where)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as fh:
             limit = field.max_bytes
             data = fh.read() if limit is None else fh.read(limit + 1)
         if limit is not None and len(data) > limit:
