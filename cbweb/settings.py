@@ -65,6 +65,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a body over CB_MAX_REQUEST_BYTES is refused before the CSRF check reads it, a path over
+    # CB_MAX_PATH_CHARS before a URL pattern is tried on it.
+    "cbweb.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -188,6 +191,13 @@ SPECTACULAR_SETTINGS = {
 
 # Workflow text or JSON body, in bytes (the API refuses a larger request body before parsing it).
 CB_MAX_SPEC_BYTES = env.int("CB_MAX_SPEC_BYTES", default=1024 * 1024)
+# A whole request body, in bytes, refused (413) before anything reads it: room for a workflow as text
+# and as an uploaded file in one editor form. Uploads up to it stay in memory, never in temp files.
+CB_MAX_REQUEST_BYTES = env.int("CB_MAX_REQUEST_BYTES", default=2 * CB_MAX_SPEC_BYTES + 256 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = CB_MAX_REQUEST_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = CB_MAX_REQUEST_BYTES
+# A URL path, in characters (414 over it): the longest page path (a run's bundle file) is far shorter.
+CB_MAX_PATH_CHARS = env.int("CB_MAX_PATH_CHARS", default=512)
 # Nesting of YAML, of a JSON request body and of a spec mapping.
 CB_MAX_SPEC_DEPTH = env.int("CB_MAX_SPEC_DEPTH", default=64)
 # Application units and DAG nodes per workflow (each node is one OS process when it runs).
@@ -197,6 +207,8 @@ CB_MAX_NODES = env.int("CB_MAX_NODES", default=64)
 CB_MAX_TOTAL_REQUESTS = env.int("CB_MAX_TOTAL_REQUESTS", default=100_000)
 for _name, _value in (
     ("CB_MAX_SPEC_BYTES", CB_MAX_SPEC_BYTES),
+    ("CB_MAX_REQUEST_BYTES", CB_MAX_REQUEST_BYTES),
+    ("CB_MAX_PATH_CHARS", CB_MAX_PATH_CHARS),
     ("CB_MAX_SPEC_DEPTH", CB_MAX_SPEC_DEPTH),
     ("CB_MAX_UNITS", CB_MAX_UNITS),
     ("CB_MAX_NODES", CB_MAX_NODES),
