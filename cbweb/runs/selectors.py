@@ -11,12 +11,13 @@ import math
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
 
@@ -716,14 +717,57 @@ def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
     return nodes
 
 
+def run_queued_count(*, user: Any) -> int:
+    """Return how many runs ``user`` has queued."""
+    return Run.objects.filter(owner=user, status=Run.Status.QUEUED).count()
+
+
+def run_waiting(*, platform_id: int | None) -> QuerySet[Run]:
+    """Return the runs queued for a platform (None: for any worker) that a worker may still start."""
+    where = Q(platform__isnull=True) if platform_id is None else Q(platform_id=platform_id)
+    return Run.objects.filter(where, status=Run.Status.QUEUED, cancel_requested=False)
+
+
+def run_queue_turns(*, platform_id: int | None) -> list[tuple[int, list[int]]]:
+    """Return the users with runs queued for a platform (None: for any worker) in the order their
+    turns come, each with their queued run ids, oldest first.
+
+    A user's turn comes before another's when their last run started earlier (or they never ran
+    one); between users whose last starts tie, the one whose oldest queued run is older goes first.
+    Cancel-requested runs are left out: no worker will start them.
+    """
+    queued: dict[int, list[int]] = {}
+    for owner_id, pk in run_waiting(platform_id=platform_id).order_by("pk").values_list("owner_id", "pk"):
+        queued.setdefault(owner_id, []).append(pk)
+    served = dict(
+        Run.objects.filter(owner_id__in=list(queued), started_at__isnull=False)
+        .values("owner_id")
+        .annotate(last=Max("started_at"))
+        .values_list("owner_id", "last")
+    )
+    never = datetime.min.replace(tzinfo=UTC)
+    return sorted(queued.items(), key=lambda item: (served.get(item[0]) or never, item[1][0]))
+
+
+def run_ahead_in_queue(*, run: Run) -> int:
+    """Return how many queued runs start before ``run`` if no other run is queued meanwhile: the users
+    take turns (``run_queue_turns``), one run each, in that order."""
+    turns = run_queue_turns(platform_id=run.platform_id)
+    mine = next((i for i, (_, ids) in enumerate(turns) if run.pk in ids), None)
+    if mine is None:
+        return 0
+    k = turns[mine][1].index(run.pk)  # the user's earlier runs: k rounds before this one's
+    return k + sum(min(len(ids), k + (i < mine)) for i, (_, ids) in enumerate(turns) if i != mine)
+
+
 def run_wait_reason(*, run: Run) -> str | None:
     """Return why a queued run has not started, from the workers' heartbeats (``Platform.last_seen_at``)
     and the runs ahead of it; None for a run that is not queued."""
     if run.status != Run.Status.QUEUED:
         return None
-    ahead = Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=run.created_at).count()
+    ahead = run_ahead_in_queue(run=run)
     running = Run.objects.filter(status=Run.Status.RUNNING).count()
-    queue = f"{ahead} queued run(s) ahead of it and {running} running"
+    queue = f"{ahead} queued run(s) ahead of it (users take turns) and {running} running"
     if settings.CB_RUN_EXECUTOR == "local":
         return f"The web server executes runs one at a time (no broker is configured): {queue}."
     lost = f"no worker heartbeat within the last {settings.CB_WORKER_LOST_AFTER_S:g} s"
