@@ -31,6 +31,7 @@ from benchmarks.progress import RunProgress
 from benchmarks.results import (
     ATTAINMENT_OF_REQUESTED,
     ResultDocument,
+    SloRow,
     accelerators,
     default_out_dir,
     headline,
@@ -482,6 +483,12 @@ class Progress:
         self.drawn = True
 
 
+def _interval(row: SloRow) -> str:
+    """Return " [41-93 %]": the 95 % interval of a row's attainment, or nothing when it has none."""
+    d = row.attainment_detail
+    return "" if d is None else f" [{100 * d.low:.0f}-{100 * d.high:.0f} %]"
+
+
 def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
     figure (when any application has one), then the run's figures and where each node ran (its
@@ -497,7 +504,7 @@ def summary_table(result: ResultDocument) -> str:
                 row.type if row.first else "",
                 status[row.application] if row.first else "",
                 f"{row.requests_counted}/{row.requests_requested}" if row.first else "",
-                ("no SLOs" if att is None else f"{att:.0%}{of_requested}") if row.first else "",
+                ("no SLOs" if att is None else f"{att:.0%}{_interval(row)}{of_requested}") if row.first else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),

@@ -9,6 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from benchmarks.cli import main
+from benchmarks.metrics import proportion_interval
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
 from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
@@ -302,3 +303,75 @@ def test_the_committed_sharing_grid_at_checked_shares_regenerates_with_every_out
     grid = json.loads((tmp_path / "kernels-sharing-h100.json").read_text())["grid"]["mix"]
     cells = [cell for level in grid.values() for cell in level.values()]
     assert len(cells) == 6 and all(cell["runs"] == 3 and cell["sm_occupancy"] > 0 for cell in cells)
+
+
+def test_an_attainment_has_its_interval_and_threshold_curve_and_a_claim_on_too_few_requests_says_so(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])  # the knee at L0
+    record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.55])  # met at 1.1x the SLO
+    for repeat in (1, 2):
+        record(state, Step("mix", "mix", "L0", "credit", repeat=repeat), [0.1] * 10)
+    summary = summarize(sweep, state)
+    greedy = summary["workflows"]["mix"]["greedy"]
+    chat = greedy["apps"]["chat"]
+    assert chat["slo_attainment_ci"] == pytest.approx(list(proportion_interval(2, 4)))
+    assert chat["slo_attainment_curve"] == {"0.8": 0.5, "0.9": 0.5, "1": 0.5, "1.1": 0.75, "1.25": 0.75}
+    # 2 of 4 against the study's 90 % goal: Wilson's upper bound 0.85 is below it.
+    assert chat["claim"] == {
+        "goal": 0.9, "verdict": "missed", "requests_due": 4, "requests_needed": 108, "too_few": False
+    }  # fmt: skip
+    assert greedy["mean_attainment_ci"] == [0.5, 0.5]
+    credit = summary["workflows"]["mix"]["credit"]["apps"]["chat"]
+    # 20 of 20 met: at the goal, but p90 needs 44 requests without a miss (MLPerf LoadGen's early stopping).
+    assert credit["claim"] == {
+        "goal": 0.9, "verdict": "inconclusive", "requests_due": 20, "requests_needed": 44, "too_few": True
+    }  # fmt: skip
+    md = tmp_path / "s.md"
+    write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    text = md.read_text()
+    assert "| attainment [95 % CI] (solo) | claim | attainment at SLO x 0.8 / 0.9 / 1 / 1.1 / 1.25 |" in text
+    assert (
+        "| chat | greedy | ttft<=0.5s | 50 % [15–85 %] (50 %, 50 %) (—) | missed (90 % goal) "
+        "| 50 / 50 / 50 / 75 / 75 % |"
+    ) in text
+    assert (
+        "| chat | credit | ttft<=0.5s | 100 % [84–100 %] (100 %, 100 %) (—) "
+        "| inconclusive (90 % goal); too few requests: 20 of 44 needed | 100 / 100 / 100 / 100 / 100 % |"
+    ) in text
+    assert "| greedy | 2 | 50 % [50–50 %] (50 %, 50 %) |" in text
+
+
+def test_a_void_run_leaves_every_figure_of_the_summary_with_its_reason_listed(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    wrong = {"shares_percent": {"chat": 33}, "product_check": {"33": {"status": "failed", "sms": 44}}}
+    record(state, Step("mix", "mix", "L0", "partition"), [0.1] * 5, scheduler=wrong)
+    record(state, Step("mix", "mix", "L0", "partition", repeat=2), [0.1, 0.9])
+    summary = summarize(sweep, state)
+    partition = summary["workflows"]["mix"]["partition"]
+    # The void run's five requests met: averaged in, they would lift 50 % to 75 % (or 86 % pooled).
+    assert partition["runs"] == 1 and partition["mean_attainment"] == 0.5
+    assert partition["apps"]["chat"]["requests"] == 2 and partition["apps"]["chat"]["slo_attainment"] == 0.5
+    assert partition["void"] == ["run 1: product check failed at 33 %"]
+    md = tmp_path / "s.md"
+    write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    assert "| partition | 1 | 50 %; void, left out: run 1: product check failed at 33 % |" in md.read_text()
+    # Every run void: no figure, the reasons instead.
+    state2 = State(tmp_path / "all-void")
+    record(state2, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    record(state2, Step("mix", "mix", "L0", "partition"), [0.1] * 5, scheduler=wrong)
+    summary = summarize(sweep, state2)
+    assert summary["workflows"]["mix"]["partition"]["mean_attainment"] is None
+    write_summary(sweep, state2, tmp_path / "v.json", tmp_path / "v.md", "consumerbench sweep x --summarize")
+    assert "| partition | 0 | void: run 1: product check failed at 33 % |" in (tmp_path / "v.md").read_text()
+
+
+def test_a_void_load_level_row_shows_why_instead_of_its_figures(tmp_path):
+    sweep = load_sweep(ROOT / "studies/h200/captions-crowd.yml")
+    state = State(tmp_path / "state")
+    wrong = {"shares_percent": {"chat": 33}, "product_check": {"33": {"status": "failed", "sms": 44}}}
+    record(state, Step("k4", "mix", "K", "greedy"), [0.1, 0.9], scheduler=wrong)
+    (row,) = summarize(sweep, state)["sweep"]
+    assert row["void"] == ["product check failed at 33 %"]
+    write_summary(sweep, state, tmp_path / "s.json", tmp_path / "s.md", "consumerbench sweep x --summarize")
+    assert "| greedy | void | product check failed at 33 % |" in (tmp_path / "s.md").read_text()
