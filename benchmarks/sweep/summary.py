@@ -27,6 +27,7 @@ from benchmarks.sweep.plots import attainment_plot, sm_activity_plot
 from benchmarks.sweep.state import State, Step, SweepError
 
 Run = tuple[dict[str, Any], Path]  # a result document and its bundle folder
+Void = tuple[int, str, dict[str, Any]]  # a void run: its number (1-based), why, its result document
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -150,12 +151,23 @@ def _settings_groups(settings: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     return groups
 
 
+def _void_texts(void: Sequence[Void]) -> list[str]:
+    """Return why runs are void, runs of one reason together ("runs 1, 3: outputs not finite: ...")."""
+    by_reason: dict[str, list[int]] = {}
+    for repeat, reason, _ in void:
+        by_reason.setdefault(reason, []).append(repeat)
+    return [
+        f"run{'s' if len(n) > 1 else ''} {', '.join(map(str, n))}: {reason}" for reason, n in by_reason.items()
+    ]
+
+
 def _scheduler_summary(
-    runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str], void: Sequence[str], goal: float
+    runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str], void: Sequence[Void], goal: float
 ) -> dict[str, Any]:
-    """Return a scheduler's figures on a workflow over its sound runs (``void``: why the others' figures
-    are void, listed and left out of every figure): each run's, their means (the mean attainment with
-    its 95 % t interval where runs repeat), and the applications pooled (their claims against ``goal``)."""
+    """Return a scheduler's figures on a workflow over its sound runs (``void``: the others, listed with
+    why and left out of every figure): each run's, their means (the mean attainment with its 95 % t
+    interval where runs repeat), and the applications pooled (their claims against ``goal``). Without a
+    sound run, the settings the void runs ran with."""
     if not runs:
         return {
             "mean_attainment": None,
@@ -167,7 +179,14 @@ def _scheduler_summary(
             "apps": {},
             "runs": 0,
             "error": "; ".join(errors) or None,
-            **({"void": list(void)} if void else {}),
+            **(
+                {
+                    "void": _void_texts(void),
+                    "settings": _settings_groups([scheduler_settings(result) for _, _, result in void]),
+                }
+                if void
+                else {}
+            ),
         }
     per_run = [_run_figures(result, bundle, solos) for result, bundle in runs]
     out: dict[str, Any] = {
@@ -203,18 +222,18 @@ def _scheduler_summary(
     if errors:
         out["error"] = "; ".join(errors)
     if void:
-        out["void"] = list(void)
+        out["void"] = _void_texts(void)
     return out
 
 
 def scheduler_runs(
     sweep: Sweep, state: State, name: str, level: Level, scheduler: str
-) -> tuple[list[Run], list[str], list[str]]:
+) -> tuple[list[Run], list[str], list[Void]]:
     """Return the sound finished runs of a workflow under a scheduler at a level (first, then repeats),
-    the errors of those that failed, and why the others' figures are void (``run_void_reasons``)."""
+    the errors of those that failed, and the void ones with why (``run_void_reasons``)."""
     runs: list[Run] = []
     errors: list[str] = []
-    void: list[str] = []
+    void: list[Void] = []
     repeat = 1
     while True:
         step = first_run(sweep, name, level.name, scheduler, repeat)
@@ -225,7 +244,7 @@ def scheduler_runs(
         if result is None or entry.get("error"):
             errors.append(f"run {repeat}: {entry.get('error') or entry.get('status')}")
         elif reasons := run_void_reasons(result):
-            void.append(f"run {repeat}: {'; '.join(reasons)}")
+            void.append((repeat, "; ".join(reasons), result))
         else:
             runs.append((result, state.bundle_dir(entry)))
         repeat += 1

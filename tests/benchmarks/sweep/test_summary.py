@@ -12,7 +12,7 @@ from benchmarks.cli import main
 from benchmarks.metrics import proportion_interval
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
-from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
+from benchmarks.sweep.plots import attainment_plot, attainment_rows, void_bars
 from benchmarks.sweep.state import State, Step
 from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
@@ -169,7 +169,8 @@ def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_besi
     )
     text = md.read_text()
     assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
-    assert "| greedy | 2 | 75 % (50 %, 100 %) | 80.0 % (40.0 %) |" in text
+    # Two runs: the t interval (12.7 standard errors wide) cut to 0-100 %.
+    assert "| greedy | 2 | 75 % [0–100 %] (50 %, 100 %) | 80.0 % (40.0 %) |" in text
     assert [p.name for p in plots] == ["s-attainment.svg", "s-sm-activity.svg"]
     assert "`s-attainment.svg`, `s-sm-activity.svg`" in text and "![" not in text
     for plot in plots:
@@ -252,13 +253,18 @@ def test_the_attainment_plot_leaves_out_applications_without_an_slo_and_a_solo_s
     assert series == ["solo", "greedy"] and [name for name, _ in rows] == ["b8: captions", "b8: busy-1"]
 
 
-def test_the_attainment_plot_marks_the_bars_of_outputs_not_finite(tmp_path):
-    # The committed first sharing grid: under partition every image was NaN (the tables flag it).
-    summary = json.loads((ROOT / "docs/results/kernels-sharing-h100-33pct.json").read_text())
-    workflows = summary["grid"]["mix"]["cudnn"]
-    assert not_finite_bars({"mix": workflows}) == {("mix: image", "partition"): 0.0}
-    assert attainment_plot({"mix": workflows}, ["greedy", "partition"], tmp_path / "a.svg") is not None
-    assert "outputs not finite (0% finite)" in (tmp_path / "a.svg").read_text()
+def test_the_attainment_plot_says_where_every_run_of_a_scheduler_was_void(tmp_path):
+    # As in the first sharing grid: under partition every image was NaN, so its runs are void.
+    workflows = {
+        "mix": {
+            "greedy": {"apps": {"image": {"slo_attainment": 1.0}}},
+            "partition": {"apps": {}, "void": ["run 1: outputs not finite: image 0 % finite"]},
+        }
+    }
+    assert void_bars(workflows) == {("mix: image", "partition")}
+    assert attainment_plot(workflows, ["greedy", "partition"], tmp_path / "a.svg") is not None
+    assert "void runs: left out" in (tmp_path / "a.svg").read_text()
+    assert void_bars({"mix": {**workflows["mix"], "partition": {"apps": {}}}}) == set()
 
 
 def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
@@ -277,7 +283,7 @@ def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
     assert "| k2 | greedy | 0 | not run yet |" in text
 
 
-def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_were_nan(tmp_path):
+def test_the_committed_sharing_grid_regenerates_with_the_runs_whose_images_were_nan_left_out(tmp_path):
     # Its partition runs computed on products MPS left unwritten (docs/results/mps-gemm-h100.md): every
     # image NaN, recorded (the runs predate nonfinite: fail); greedy's were all finite.
     text = _regenerate(
@@ -286,8 +292,13 @@ def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_
     flagged = [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
     assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
+    # No figure of theirs is left in a table: the reason stands where the figures were.
+    assert all("| partition | void |" in line or "| partition | 0 | void: runs 1, 2, 3: " in line for line in flagged)
     sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
-    assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
+    assert [bool(row.get("void")) for row in sweep] == [False] * 3 + [True] * 3
+    grid = json.loads((tmp_path / "kernels-sharing-h100-33pct.json").read_text())["grid"]["mix"]
+    void = ["runs 1, 2, 3: outputs not finite: image 0 % finite"]
+    assert all(level["partition"]["runs"] == 0 and level["partition"]["void"] == void for level in grid.values())
     # The sweep file now sets 25/50/25 %; the tables say the shares these runs had.
     shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 % (no product check recorded); "
     assert text.count(shares) == 3
@@ -318,7 +329,7 @@ def test_an_attainment_has_its_interval_and_threshold_curve_and_a_claim_on_too_f
     assert chat["slo_attainment_curve"] == {"0.8": 0.5, "0.9": 0.5, "1": 0.5, "1.1": 0.75, "1.25": 0.75}
     # 2 of 4 against the study's 90 % goal: Wilson's upper bound 0.85 is below it.
     assert chat["claim"] == {
-        "goal": 0.9, "verdict": "missed", "requests_due": 4, "requests_needed": 108, "too_few": False
+        "goal": 0.9, "verdict": "missed", "requests_due": 4, "requests_needed": 81, "too_few": False
     }  # fmt: skip
     assert greedy["mean_attainment_ci"] == [0.5, 0.5]
     credit = summary["workflows"]["mix"]["credit"]["apps"]["chat"]
