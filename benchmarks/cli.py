@@ -505,7 +505,9 @@ def summary_table(result: ResultDocument) -> str:
                 row.type if row.first else "",
                 status[row.application] if row.first else "",
                 f"{row.requests_counted}/{row.requests_requested}" if row.first else "",
-                ("no SLOs" if att is None else f"{att:.0%}{_interval(row)}{of_requested}") if row.first else "",
+                ("no SLOs" if att is None else f"{att:.0%}{_interval(row)}{of_requested}")
+                if row.first
+                else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),
@@ -660,7 +662,11 @@ def _replace_bundle(out: Path, new: Path) -> None:
 def _write_repeat_summary(results: list[ResultDocument], out: Path) -> None:
     summary: dict[str, Any] = {"repetitions": len(results)}
     print(f"\nover {len(results)} repetitions (mean [95 % CI, cut to the figure's range]):")
-    for key, bounds in (("mean_attainment", (0.0, 1.0)), ("fairness", (0.0, 1.0)), ("makespan_s", (0.0, math.inf))):
+    for key, bounds in (
+        ("mean_attainment", (0.0, 1.0)),
+        ("fairness", (0.0, 1.0)),
+        ("makespan_s", (0.0, math.inf)),
+    ):
         values = [v for r in results if (v := getattr(r, key)) is not None]
         e = metrics.estimate(values, bounds=bounds, min_runs=2)
         if e is None:

@@ -315,7 +315,8 @@ def void_reasons(result: Mapping[str, Any]) -> list[str]:
     applications = [a for a in result.get("applications", []) if isinstance(a, Mapping)]
     if nan := not_finite(applications):
         reasons.append(
-            "outputs not finite: " + ", ".join(f"{app} {100 * share:.0f} % finite" for app, share in nan.items())
+            "outputs not finite: "
+            + ", ".join(f"{app} {100 * share:.0f} % finite" for app, share in nan.items())
         )
     return reasons
 

@@ -21,8 +21,8 @@ def _pct(x: float | None) -> str:
 
 
 def _interval(interval: Sequence[float] | None) -> str:
-    """Return ' [low–high %]': a 95 % interval of an attainment, or nothing when there is none."""
-    return "" if interval is None else f" [{100 * interval[0]:.0f}–{100 * interval[1]:.0f} %]"
+    """Return ' [low-high %]': a 95 % interval of an attainment, or nothing when there is none."""
+    return "" if interval is None else f" [{100 * interval[0]:.0f}-{100 * interval[1]:.0f} %]"
 
 
 def _claim(a: Mapping[str, Any]) -> str:
@@ -146,7 +146,9 @@ def _not_run(s: Mapping[str, Any]) -> str:
     """Return the mean attainment cell of a scheduler with no run to count: why (failed, void), or that
     none has run."""
     if s.get("void"):
-        return f"void: {_cell('; '.join(s['void']))}" + (f"; not run: {_cell(str(s['error']))}" if s.get("error") else "")
+        return f"void: {_cell('; '.join(s['void']))}" + (
+            f"; not run: {_cell(str(s['error']))}" if s.get("error") else ""
+        )
     return f"not run: {_cell(str(s['error']))}" if s.get("error") else "not run yet"
 
 
@@ -342,7 +344,7 @@ def render_markdown(
         "runs. In brackets, 95 % intervals: Wilson's over an application's requests, Student's t over the",
         "runs of a mean attainment where runs repeat. An application's claim is what its interval says",
         "against the goal (the search threshold, else 90 %): met only when the whole interval reaches it;",
-        "\"too few requests\" when the attainment reaches the goal on fewer requests than MLPerf LoadGen's",
+        '"too few requests" when the attainment reaches the goal on fewer requests than MLPerf LoadGen\'s',
         "early stopping needs for it at 99 % confidence. The attainment is also given at the SLO thresholds",
         "scaled 0.8x to 1.25x, so a verdict on a knife edge shows. A void run (a failed product check,",
         "outputs not finite) is left out of every figure, its reason listed.",

@@ -157,7 +157,8 @@ def _void_texts(void: Sequence[Void]) -> list[str]:
     for repeat, reason, _ in void:
         by_reason.setdefault(reason, []).append(repeat)
     return [
-        f"run{'s' if len(n) > 1 else ''} {', '.join(map(str, n))}: {reason}" for reason, n in by_reason.items()
+        f"run{'s' if len(n) > 1 else ''} {', '.join(map(str, n))}: {reason}"
+        for reason, n in by_reason.items()
     ]
 
 
@@ -339,8 +340,8 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
             if failed := (state.get(step) or {}).get("error"):
                 rows[-1]["failed"] = failed
             # A void run (a failed product check, outputs not finite): the tables show why, not its figures.
-            if void := run_void_reasons(result):
-                rows[-1]["void"] = void
+            if reasons := run_void_reasons(result):
+                rows[-1]["void"] = reasons
     below = sweep.threshold(sweep.schedulers[0]) if sweep.spec.search is not None else None
     return {
         "platform": platform,

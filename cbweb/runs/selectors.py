@@ -24,7 +24,6 @@ from benchmarks import metrics, regress
 from benchmarks.apps import APP_TYPES
 from benchmarks.monitor.base import is_core_entity
 from benchmarks.results import ApplicationResult as EngineApplicationResult
-from benchmarks.results import RequestResult as EngineRequestResult
 from benchmarks.results import (
     QualityFigure,
     QualityRow,
@@ -35,6 +34,7 @@ from benchmarks.results import (
     slo_table,
     void_reasons,
 )
+from benchmarks.results import RequestResult as EngineRequestResult
 from benchmarks.spec.load import from_dict
 from benchmarks.spec.model import WorkflowValidationError
 from benchmarks.status import RequestStatus
@@ -172,7 +172,7 @@ def _quality_ci(results: list[ApplicationResult]) -> list[dict[str, Any]]:
         ci = _ci(values[name], FRACTION if unit == "fraction" else (0.0, math.inf))
         text = _quality_text(ci["mean"], unit) if ci else "-"
         if ci and ci["low"] is not None:
-            text += f" [{_quality_text(ci['low'], unit)} – {_quality_text(ci['high'], unit)}]"
+            text += f" [{_quality_text(ci['low'], unit)} - {_quality_text(ci['high'], unit)}]"
         out.append({"name": name, "unit": unit, "pct": unit == "fraction", "value": ci, "text": text})
     return out
 
@@ -594,7 +594,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             f"run {first.pk}" if len(batch_runs) == 1 else f"runs {', '.join(str(r.pk) for r in batch_runs)}"
         )
         void = [
-            f"run {r.pk}: {'; '.join(reasons)}" for r in batch_runs if (reasons := void_reasons(r.result or {}))
+            f"run {r.pk}: {'; '.join(reasons)}"
+            for r in batch_runs
+            if (reasons := void_reasons(r.result or {}))
         ]
         label_runs = batch_runs
         batch_runs = [r for r in batch_runs if not void_reasons(r.result or {})]
@@ -628,7 +630,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             column["applications"][name] = {
                 "metric": metric,
                 "has_slo": bool(engine.slo),
-                "requests": None if pooled is None else {"met": met, "due": due, "low": pooled[0], "high": pooled[1]},
+                "requests": None
+                if pooled is None
+                else {"met": met, "due": due, "low": pooled[0], "high": pooled[1]},
                 "attainment": _ci(
                     [a.slo_attainment for a in results if a.slo_attainment is not None], FRACTION
                 ),
@@ -663,7 +667,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             "cells": [
                 {
                     "value": col[key],
-                    "delta": _delta(col[key], base[key], kind, claim=kind == "pct") if col is not base else None,
+                    "delta": _delta(col[key], base[key], kind, claim=kind == "pct")
+                    if col is not base
+                    else None,
                     # A partial run's attainment is over the requests asked for (docs/metrics.md).
                     "of_requested": key == "mean_attainment" and col["partial"],
                 }

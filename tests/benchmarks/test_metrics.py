@@ -316,4 +316,3 @@ def test_an_attainment_at_its_goal_on_too_few_requests_says_so() -> None:
     assert half is not None and not half.too_few_for(0.9)
     # No number of requests supports a 100 % claim.
     assert six.requests_needed(1.0) is None and six.too_few_for(1.0)
-

@@ -390,8 +390,19 @@ def test_a_schedulers_settings_and_sm_shares_are_read_from_a_stored_result_mappi
 
 def test_a_row_has_its_attainments_interval_and_curve_from_the_applications_requests() -> None:
     def request(index: int, ttft: float) -> dict[str, Any]:
-        return {"index": index, "arrival": 0.0, "start": 0.0, "end": ttft, "status": "ok", "warmup": False,
-                "slo_met": ttft <= 1.0, "metrics": {"ttft": ttft}, "info": {}, "series": {}, "error": None}  # fmt: skip
+        return {
+            "index": index,
+            "arrival": 0.0,
+            "start": 0.0,
+            "end": ttft,
+            "status": "ok",
+            "warmup": False,
+            "slo_met": ttft <= 1.0,
+            "metrics": {"ttft": ttft},
+            "info": {},
+            "series": {},
+            "error": None,
+        }
 
     requests = [request(i, t) for i, t in enumerate((0.5, 0.95, 1.05, 1.3))]
     (row,) = slo_table([application("chat", ["ttft<=1.0s"], {"ttft": SUMMARY}, requests=requests)])
@@ -409,8 +420,10 @@ def test_a_run_is_void_when_its_product_check_failed_or_its_outputs_were_not_all
     assert void_reasons({"applications": [finite]}) == []
     nan = {"name": "image", "quality": {"finite_images": {"value": 0.5, "unit": "fraction", "count": 6}}}
     assert void_reasons({"applications": [nan]}) == ["outputs not finite: image 50 % finite"]
-    checked = {"shares_percent": {"chat": 25, "image": 50}, "product_check": {"25": {"status": "passed"},
-                                                                              "50": {"status": "failed"}}}  # fmt: skip
+    checked = {
+        "shares_percent": {"chat": 25, "image": 50},
+        "product_check": {"25": {"status": "passed"}, "50": {"status": "failed"}},
+    }
     assert void_reasons({"scheduler": checked, "applications": [finite]}) == ["product check failed at 50 %"]
     # A run from before the check (none recorded) is not void for that alone.
     assert void_reasons({"scheduler": {"shares_percent": {"chat": 33}}, "applications": []}) == []

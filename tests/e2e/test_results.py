@@ -198,7 +198,7 @@ def test_the_result_page_shows_each_attainment_with_its_interval_and_its_thresho
     page.goto(_run(page, _save(page, live_app, EDGE)))
     table = page.locator("#slo-table")
     attainment = table.locator("td.attainment").inner_text()
-    assert re.fullmatch(r"\d+ % \[\d+–100 %\]", attainment), attainment
+    assert re.fullmatch(r"\d+ % \[\d+-100 %\]", attainment), attainment
     bars = table.locator(".curve-point")
     titles = [bars.nth(i).get_attribute("title") for i in range(bars.count())]
     assert len(titles) == 5 and titles[:2] == ["thresholds x0.8: 0 %", "thresholds x0.9: 0 %"], titles

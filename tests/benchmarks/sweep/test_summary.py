@@ -170,7 +170,7 @@ def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_besi
     text = md.read_text()
     assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
     # Two runs: the t interval (12.7 standard errors wide) cut to 0-100 %.
-    assert "| greedy | 2 | 75 % [0–100 %] (50 %, 100 %) | 80.0 % (40.0 %) |" in text
+    assert "| greedy | 2 | 75 % [0-100 %] (50 %, 100 %) | 80.0 % (40.0 %) |" in text
     assert [p.name for p in plots] == ["s-attainment.svg", "s-sm-activity.svg"]
     assert "`s-attainment.svg`, `s-sm-activity.svg`" in text and "![" not in text
     for plot in plots:
@@ -293,12 +293,16 @@ def test_the_committed_sharing_grid_regenerates_with_the_runs_whose_images_were_
     assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
     # No figure of theirs is left in a table: the reason stands where the figures were.
-    assert all("| partition | void |" in line or "| partition | 0 | void: runs 1, 2, 3: " in line for line in flagged)
+    assert all(
+        "| partition | void |" in line or "| partition | 0 | void: runs 1, 2, 3: " in line for line in flagged
+    )
     sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
     assert [bool(row.get("void")) for row in sweep] == [False] * 3 + [True] * 3
     grid = json.loads((tmp_path / "kernels-sharing-h100-33pct.json").read_text())["grid"]["mix"]
     void = ["runs 1, 2, 3: outputs not finite: image 0 % finite"]
-    assert all(level["partition"]["runs"] == 0 and level["partition"]["void"] == void for level in grid.values())
+    assert all(
+        level["partition"]["runs"] == 0 and level["partition"]["void"] == void for level in grid.values()
+    )
     # The sweep file now sets 25/50/25 %; the tables say the shares these runs had.
     shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 % (no product check recorded); "
     assert text.count(shares) == 3
@@ -342,14 +346,14 @@ def test_an_attainment_has_its_interval_and_threshold_curve_and_a_claim_on_too_f
     text = md.read_text()
     assert "| attainment [95 % CI] (solo) | claim | attainment at SLO x 0.8 / 0.9 / 1 / 1.1 / 1.25 |" in text
     assert (
-        "| chat | greedy | ttft<=0.5s | 50 % [15–85 %] (50 %, 50 %) (—) | missed (90 % goal) "
+        "| chat | greedy | ttft<=0.5s | 50 % [15-85 %] (50 %, 50 %) (—) | missed (90 % goal) "
         "| 50 / 50 / 50 / 75 / 75 % |"
     ) in text
     assert (
-        "| chat | credit | ttft<=0.5s | 100 % [84–100 %] (100 %, 100 %) (—) "
+        "| chat | credit | ttft<=0.5s | 100 % [84-100 %] (100 %, 100 %) (—) "
         "| inconclusive (90 % goal); too few requests: 20 of 44 needed | 100 / 100 / 100 / 100 / 100 % |"
     ) in text
-    assert "| greedy | 2 | 50 % [50–50 %] (50 %, 50 %) |" in text
+    assert "| greedy | 2 | 50 % [50-50 %] (50 %, 50 %) |" in text
 
 
 def test_a_void_run_leaves_every_figure_of_the_summary_with_its_reason_listed(tmp_path):

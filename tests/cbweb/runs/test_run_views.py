@@ -435,28 +435,72 @@ def _stored(run: Run, e2es: list[float], requested: int, scheduler: dict[str, An
 
     slo = parse_slo("e2e<=1s")
     requests = [
-        {"index": i, "arrival": float(i), "start": float(i), "end": i + e2e, "status": "ok", "warmup": False,
-         "slo_met": e2e <= 1.0, "metrics": {"e2e": e2e}, "info": {}, "series": {}, "error": None}
+        {
+            "index": i,
+            "arrival": float(i),
+            "start": float(i),
+            "end": i + e2e,
+            "status": "ok",
+            "warmup": False,
+            "slo_met": e2e <= 1.0,
+            "metrics": {"e2e": e2e},
+            "info": {},
+            "series": {},
+            "error": None,
+        }
         for i, e2e in enumerate(e2es)
-    ]  # fmt: skip
+    ]
     figures = application_metrics(requests, [slo], requested)
     app = {
-        "name": "tick", "unit": "tick", "type": "Sleep", "device": "cpu", "priority": "low", "model": None,
-        "loaded": {}, "slo": [slo.model_dump()], "load_time_s": 0.0, "requests_total": len(e2es),
-        "requests_requested": requested, "requests_counted": figures["requests_counted"],
-        "requests_met": figures["requests_met"], "slo_attainment": figures["slo_attainment"],
-        "metrics": figures["metrics"], "normalized_latency": figures["normalized_latency"],
-        "throughput_rps": figures["throughput_rps"], "requests": requests,
-    }  # fmt: skip
-    node = {"name": "tick", "uses": "tick", "background": False, "device": "cpu", "status": "succeeded",
-            "started_at": 0.0, "finished_at": float(len(e2es)) + 1, "load_time_s": 0.0, "reason": None}  # fmt: skip
+        "name": "tick",
+        "unit": "tick",
+        "type": "Sleep",
+        "device": "cpu",
+        "priority": "low",
+        "model": None,
+        "loaded": {},
+        "slo": [slo.model_dump()],
+        "load_time_s": 0.0,
+        "requests_total": len(e2es),
+        "requests_requested": requested,
+        "requests_counted": figures["requests_counted"],
+        "requests_met": figures["requests_met"],
+        "slo_attainment": figures["slo_attainment"],
+        "metrics": figures["metrics"],
+        "normalized_latency": figures["normalized_latency"],
+        "throughput_rps": figures["throughput_rps"],
+        "requests": requests,
+    }
+    node = {
+        "name": "tick",
+        "uses": "tick",
+        "background": False,
+        "device": "cpu",
+        "status": "succeeded",
+        "started_at": 0.0,
+        "finished_at": float(len(e2es)) + 1,
+        "load_time_s": 0.0,
+        "reason": None,
+    }
     document = {
-        "schema_version": 3, "status": "completed", "reason": None, "workflow": {},
-        "scheduler": {"name": "greedy", **(scheduler or {})}, "platform": {}, "repeat_index": 1,
-        "started_at_unix": 0.0, "clock": {}, "makespan_s": float(len(e2es)) + 1, "critical_path": ["tick"],
-        "mean_attainment": figures["slo_attainment"], "fairness": None, "requests_requested": requested,
-        "requests_served": len(e2es), "nodes": [node], "applications": [app],
-    }  # fmt: skip
+        "schema_version": 3,
+        "status": "completed",
+        "reason": None,
+        "workflow": {},
+        "scheduler": {"name": "greedy", **(scheduler or {})},
+        "platform": {},
+        "repeat_index": 1,
+        "started_at_unix": 0.0,
+        "clock": {},
+        "makespan_s": float(len(e2es)) + 1,
+        "critical_path": ["tick"],
+        "mean_attainment": figures["slo_attainment"],
+        "fairness": None,
+        "requests_requested": requested,
+        "requests_served": len(e2es),
+        "nodes": [node],
+        "applications": [app],
+    }
     run_claim(run_id=run.pk, worker="test")
     return run_finish(run_id=run.pk, result=ResultDocument.model_validate(document))
 
@@ -478,7 +522,7 @@ def test_the_result_page_shows_the_attainment_with_its_interval_and_its_threshol
     html = Client().get(f"/runs/{run.pk}/").content.decode()
     table = html[html.index('id="slo-table"') : html.index("</table>", html.index('id="slo-table"'))]
     # Wilson's 95 % interval of 3 of 5: 23.1 % to 88.2 %.
-    assert '60 % <span class="ci">[23–88 %]</span>' in table
+    assert '60 % <span class="ci">[23-88 %]</span>' in table
     bars = re.findall(r'title="thresholds x([\d.]+): (\d+) %"', table)
     assert bars == [("0.8", "20"), ("0.9", "40"), ("1.0", "60"), ("1.1", "80"), ("1.25", "100")]
     assert table.count("curve-point at-slo") == 1
@@ -501,7 +545,7 @@ def test_compare_cuts_intervals_to_the_possible_range_and_leaves_void_runs_out_w
     # Attainments 0, 0, 1: mean 1/3 with the t interval +-1.43 cut to 0-100 %.
     assert column["mean_attainment"] == {"mean": pytest.approx(1 / 3), "low": 0.0, "high": 1.0, "n": 3}
     html = response.content.decode()
-    assert "33 % <span class=\"ci\">[0–100 %]</span> <small>(n=3)</small>" in html and "±" not in html
+    assert '33 % <span class="ci">[0-100 %]</span> <small>(n=3)</small>' in html and "±" not in html
     assert f"run {runs[3].pk}: product check failed at 33 %" in html[html.index('id="compare-void"') :]
     # Requests pooled: 1 of 3 against 5 of 5, Wilson intervals [6-79 %] and [57-100 %] overlap.
     assert compare["table"][0]["cells"][1]["delta_attainment"] == "-66.7 pt, not distinguishable"
