@@ -52,8 +52,8 @@ workflows:
   tick: {uses: tick}
 """
 
-# A Sleep of 0.1 s under an SLO of 0.11 s: met, but never at 0.8x or 0.9x the threshold (0.088 s,
-# 0.099 s), so its attainment curve shows the knife edge.
+# A Sleep of 0.1 s under an SLO of 0.11 s: met on an idle machine, never at 0.8x or 0.9x the threshold
+# (0.088 s, 0.099 s), so its attainment curve shows the knife edge.
 EDGE = """\
 name: edge
 tick:
@@ -198,7 +198,8 @@ def test_the_result_page_shows_each_attainment_with_its_interval_and_its_thresho
     page.goto(_run(page, _save(page, live_app, EDGE)))
     table = page.locator("#slo-table")
     attainment = table.locator("td.attainment").inner_text()
-    assert re.fullmatch(r"\d+ % \[\d+-100 %\]", attainment), attainment
+    # Met at 0.11 s unless the machine is busy enough to stretch a 0.1 s sleep: any figure, with its interval.
+    assert re.fullmatch(r"\d+ % \[\d+-\d+ %\]", attainment), attainment
     bars = table.locator(".curve-point")
     titles = [bars.nth(i).get_attribute("title") for i in range(bars.count())]
     assert len(titles) == 5 and titles[:2] == ["thresholds x0.8: 0 %", "thresholds x0.9: 0 %"], titles
