@@ -478,8 +478,3 @@ def attainment(
     interval = proportion_interval(met, due)
     assert interval is not None
     return Attainment(met, due, interval[0], interval[1], tuple(curve))
-
-
-def format_curve(curve: Sequence[tuple[float, float]]) -> str:
-    """Return an attainment curve as text: "0.8x 50 %, 0.9x 75 %, 1x 75 %, 1.1x 100 %, 1.25x 100 %"."""
-    return ", ".join(f"{scale:g}x {100 * value:.0f} %" for scale, value in curve)

@@ -593,17 +593,13 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         label = (
             f"run {first.pk}" if len(batch_runs) == 1 else f"runs {', '.join(str(r.pk) for r in batch_runs)}"
         )
-        void = [
-            f"run {r.pk}: {'; '.join(reasons)}"
-            for r in batch_runs
-            if (reasons := void_reasons(r.result or {}))
-        ]
-        label_runs = batch_runs
-        batch_runs = [r for r in batch_runs if not void_reasons(r.result or {})]
-        summaries = [r.summary or {} for r in batch_runs]
+        why = {r.pk: void_reasons(r.result or {}) for r in batch_runs}
+        void = [f"run {pk}: {'; '.join(reasons)}" for pk, reasons in why.items() if reasons]
+        sound = [r for r in batch_runs if not why[r.pk]]
+        summaries = [r.summary or {} for r in sound]
         column: dict[str, Any] = {
             "label": f"{label} · {first.workflow_label} · {first.scheduler_label}",
-            "runs": [r.pk for r in label_runs],
+            "runs": [r.pk for r in batch_runs],
             "void": void,
             "mean_attainment": _ci(
                 [s["mean_attainment"] for s in summaries if s.get("mean_attainment") is not None], FRACTION
@@ -615,9 +611,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             "makespan_s": _ci([s["makespan_s"] for s in summaries if s.get("makespan_s") is not None]),
             "applications": {},
         }
-        names = {n for r in batch_runs for n in by_run[r.pk]}
+        names = {n for r in sound for n in by_run[r.pk]}
         for name in sorted(names):
-            results = [by_run[r.pk][name] for r in batch_runs if name in by_run[r.pk]]
+            results = [by_run[r.pk][name] for r in sound if name in by_run[r.pk]]
             engine = _engine_application(results[0])
             shown = shown_metrics(engine) or ["e2e"]
             metric = shown[0]

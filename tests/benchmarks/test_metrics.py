@@ -299,7 +299,6 @@ def test_the_attainment_curve_rescores_the_same_requests_at_scaled_thresholds() 
     assert figure.value == 0.5
     assert dict(figure.curve) == pytest.approx({0.8: 1 / 6, 0.9: 2 / 6, 1.0: 3 / 6, 1.1: 4 / 6, 1.25: 5 / 6})
     assert (figure.low, figure.high) == pytest.approx(metrics.proportion_interval(3, 6))
-    assert metrics.format_curve(figure.curve) == "0.8x 17 %, 0.9x 33 %, 1x 50 %, 1.1x 67 %, 1.25x 83 %"
     assert metrics.attainment(requests, [], requested=6) is None
 
 
