@@ -90,7 +90,8 @@ def test_a_gpu_run_without_a_live_gpu_worker_says_so_on_its_page(
     )
     assert (
         run_wait_reason(run=run)
-        == "A GPU worker is live; it waits its turn: 0 queued run(s) ahead of it (users take turns) and 0 running."
+        == "A GPU worker is live; it waits its turn: 0 queued run(s) ahead of it (users take turns) "
+        "and 0 running."
     )
     # Gone quiet: its heartbeat is older than CB_WORKER_LOST_AFTER_S.
     gpu_box.last_seen_at = timezone.now() - timedelta(seconds=settings.CB_WORKER_LOST_AFTER_S + 1)
