@@ -13,6 +13,43 @@ from django.core.exceptions import ValidationError
 from cbweb.api.throttles import FailureThrottle
 
 
+def _refuse_other_digits(field: forms.Field, value: Any, code: str) -> None:
+    """Refuse a number a query spells with other than ASCII digits: Python's int() reads '١٢' (and
+    str.isdigit passes '²'), so an id field would otherwise take them."""
+    values = value if isinstance(value, list | tuple) else [value]
+    for item in values:
+        if isinstance(item, str) and item.strip() and not (item.strip().isascii() and item.strip().isdigit()):
+            raise ValidationError(
+                field.error_messages[code], code=code, params={"value": item[:50], "pk": item[:50]}
+            )
+
+
+class IdChoiceField(forms.ModelChoiceField):
+    """A model choice by id, written in ASCII digits."""
+
+    def to_python(self, value: Any) -> Any:
+        _refuse_other_digits(self, value, "invalid_choice")
+        return super().to_python(value)
+
+
+class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
+    """Model choices by id, each written in ASCII digits."""
+
+    def clean(self, value: Any) -> Any:
+        _refuse_other_digits(self, value, "invalid_pk_value")
+        return super().clean(value)
+
+
+class QueryIntegerField(forms.IntegerField):
+    """An integer written in ASCII digits (a leading minus sign allowed; bounds as declared)."""
+
+    def to_python(self, value: Any) -> int | None:
+        _refuse_other_digits(
+            self, value.strip().removeprefix("-") if isinstance(value, str) else value, "invalid"
+        )
+        return super().to_python(value)
+
+
 class LoginThrottleMixin:
     """For Django's login forms: refuse a user name from one client address after
     CB_THROTTLE_LOGIN_FAILURES wrong passwords, and any login from an address past
