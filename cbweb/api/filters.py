@@ -21,7 +21,7 @@ from cbweb.runs.selectors import HISTORY_ORDERS
 MAX_ID = 2**31 - 1
 
 # A run search matches each word anywhere in five columns (a LIKE '%word%' per column and word): the
-# plan grows with the words, so their number and length are bounded (docs/web.md#runs).
+# plan grows with the words, so their number and length are bounded (docs/security.md#reads).
 MAX_SEARCH_WORDS = 8
 MIN_SEARCH_WORD = 2
 MAX_SEARCH_WORD = 64

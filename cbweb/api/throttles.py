@@ -101,7 +101,7 @@ class WriteThrottle(UserRateThrottle):
 class AnonymousReadThrottle(SimpleRateThrottle):
     """Reads (GET, HEAD, OPTIONS) by clients that are not signed in, per client address, at
     CB_THROTTLE_ANON_READS (empty: not throttled); signed-in readers are not throttled here. The API
-    applies it as a DRF throttle, every page through ``cbweb.permissions.readable``."""
+    applies it as a DRF throttle, every page through ``cbweb.pages.readable``."""
 
     scope = "anon_read"
 

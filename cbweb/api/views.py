@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -108,10 +109,13 @@ def _filters(filters: type[serializers.Serializer], request: Request, data: Any 
 # answer the first response instead of creating a second run or version (docs/api.md).
 IDEMPOTENCY_KEY = "Idempotency-Key"
 MAX_IDEMPOTENCY_KEY = 255
+# Printable ASCII, space included: what the schema states and the view checks.
+IDEMPOTENCY_KEY_PATTERN = rf"[\x20-\x7e]{{1,{MAX_IDEMPOTENCY_KEY}}}"
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
     IDEMPOTENCY_KEY,
     str,
     OpenApiParameter.HEADER,
+    pattern=f"^{IDEMPOTENCY_KEY_PATTERN}$",
     description="optional: a retry with the same key and body within the retention window "
     "(CB_IDEMPOTENCY_HOURS, 24 h by default) gets the first response again instead of a second write; "
     "the same key with another body is a 422",
@@ -123,7 +127,7 @@ def _idempotent(request: Request, endpoint: str, call: Callable[[], Response]) -
     key = request.headers.get(IDEMPOTENCY_KEY)
     if key is None:
         return call()
-    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY or not (key.isascii() and key.isprintable()):
+    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key):
         raise serializers.ValidationError(
             {IDEMPOTENCY_KEY: f"1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters"}
         )
