@@ -202,3 +202,24 @@ def test_the_client_gives_up_after_its_retries(
         client.create_run(workflow.pk, None, None)
     assert losing_proxy.posts == 3
     assert Run.objects.count() == 1  # every try carried the first one's key
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_twins_with_one_key_create_one_run(
+    live_server: Any, alice: Any, make_token: Any, make_workflow: Any
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises every write: the race needs PostgreSQL (DATABASE_URL)")
+    workflow = make_workflow(alice, yaml_text=NAP)
+    client = Client(live_server.url, make_token(alice), retry_delays_s=())
+    body = {"workflow": workflow.pk, "tags": ["twin"]}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(
+            pool.map(lambda _: client.request("POST", "/runs/", body, idempotency_key="twin"), range(8))
+        )
+    assert len({a["id"] for a in answers}) == 1
+    assert Run.objects.count() == 1
