@@ -16,16 +16,21 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from cbweb.runs.models import Run
-from cbweb.runs.selectors import HISTORY_ORDERS
+from cbweb.runs.selectors import (
+    HISTORY_ORDERS,
+    SEARCH_MAX_WORD,
+    SEARCH_MAX_WORDS,
+    SEARCH_MIN_WORD,
+    SEARCH_PATTERN,
+)
 
 MAX_ID = 2**31 - 1
 
-# A run search matches each word anywhere in five columns (a LIKE '%word%' per column and word): the
-# plan grows with the words, so their number and length are bounded (docs/security.md#reads).
-MAX_SEARCH_WORDS = 8
-MIN_SEARCH_WORD = 2
-MAX_SEARCH_WORD = 64
 MAX_COMPARE_RUNS = 20
+SEARCH_RULE = (
+    f"at most {SEARCH_MAX_WORDS} words of {SEARCH_MIN_WORD} to {SEARCH_MAX_WORD} characters, "
+    "separated by spaces"
+)
 
 
 class QueryIntegerField(serializers.IntegerField):
@@ -50,21 +55,6 @@ class QueryBooleanField(serializers.BooleanField):
         return bool(data == "true")
 
 
-def search_words(text: str) -> list[str]:
-    """Return the words of a run search, or raise ValidationError when there are more than
-    MAX_SEARCH_WORDS or one is shorter than MIN_SEARCH_WORD or longer than MAX_SEARCH_WORD."""
-    words = text.split()
-    if len(words) > MAX_SEARCH_WORDS:
-        raise serializers.ValidationError(f"at most {MAX_SEARCH_WORDS} words")
-    for word in words:
-        if not MIN_SEARCH_WORD <= len(word) <= MAX_SEARCH_WORD:
-            raise serializers.ValidationError(
-                f"each word has {MIN_SEARCH_WORD} to {MAX_SEARCH_WORD} characters "
-                f"('{word[:20]}' has {len(word)})"
-            )
-    return words
-
-
 class RunFilters(serializers.Serializer):
     """The run list's filters: GET /api/v1/runs/ and the runs page."""
 
@@ -79,16 +69,15 @@ class RunFilters(serializers.Serializer):
     )
     branch = serializers.CharField(required=False, max_length=200)
     tag = serializers.CharField(required=False, max_length=64, help_text="runs with this tag")
-    search = serializers.CharField(
+    search = serializers.RegexField(
+        SEARCH_PATTERN,
         required=False,
-        max_length=MAX_SEARCH_WORDS * (MAX_SEARCH_WORD + 1),
-        help_text=f"up to {MAX_SEARCH_WORDS} words of {MIN_SEARCH_WORD}-{MAX_SEARCH_WORD} characters, all of "
-        "which must match (any case) the workflow name, commit, branch, notes or tags",
+        trim_whitespace=False,
+        max_length=SEARCH_MAX_WORDS * (SEARCH_MAX_WORD + 1),
+        error_messages={"invalid": SEARCH_RULE},
+        help_text=f"{SEARCH_RULE}; each must match (any case) the workflow name, commit, branch, notes "
+        "or tags",
     )
-
-    def validate_search(self, value: str) -> str:
-        search_words(value)
-        return value
 
 
 class RunCompareFilters(serializers.Serializer):
