@@ -7,11 +7,13 @@ but this package:
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +23,9 @@ from benchmarks.status import FINISHED
 # the project's own workflows has at most a few thousand; a bound keeps a CI job's memory in check.
 MAX_REQUEST_ROWS = 200_000
 PAGE = 1000
+# Waits before each retry of a write whose answer was lost (no connection, a timeout, a 5xx): the
+# retry carries the first try's Idempotency-Key, so the server answers it without writing twice.
+WRITE_RETRY_DELAYS_S = (1.0, 3.0, 10.0)
 
 
 class ApiError(RuntimeError):
@@ -36,12 +41,21 @@ class ApiError(RuntimeError):
 class Client:
     """Talks to ``<server>/api/v1/`` with a token."""
 
-    def __init__(self, server: str, token: str | None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        token: str | None,
+        timeout_s: float = 30.0,
+        retry_delays_s: tuple[float, ...] = WRITE_RETRY_DELAYS_S,
+    ) -> None:
         self.base = server.rstrip("/") + "/api/v1"
         self.token = token
         self.timeout_s = timeout_s
+        self.retry_delays_s = retry_delays_s
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, idempotency_key: str | None = None
+    ) -> Any:
         """Send one request; return the decoded JSON answer or raise ApiError."""
         url = path if path.startswith("http") else f"{self.base}{path}"
         data = json.dumps(body).encode() if body is not None else None
@@ -51,15 +65,33 @@ class Client:
             req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Token {self.token}")
+        if idempotency_key:
+            req.add_header("Idempotency-Key", idempotency_key)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             raise _api_error(method, url, exc) from None
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             raise ApiError(f"{method} {url}: cannot reach the server ({reason})") from None
         return json.loads(raw) if raw else None
+
+    def write(self, path: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` with a fresh Idempotency-Key; when the answer is lost (the server cannot be
+        reached, the connection drops, a 5xx), send it again with the same key after each of
+        ``retry_delays_s``: the server answers a retry it has already served with its first answer,
+        so a run or version is never created twice. Return the decoded answer or raise ApiError."""
+        key = str(uuid.uuid4())
+        delays = list(self.retry_delays_s)
+        while True:
+            try:
+                return self.request("POST", path, body, idempotency_key=key)
+            except ApiError as exc:
+                lost = exc.status is None or exc.status >= 500
+                if not lost or not delays:
+                    raise
+            time.sleep(delays.pop(0))
 
     def submit_workflow(self, yaml_text: str, name: str | None, default_name: str) -> dict[str, Any]:
         """Store a workflow by name (the server reuses the caller's workflow of that name and adds a
@@ -68,7 +100,7 @@ class Client:
         body: dict[str, Any] = {"yaml": yaml_text, "default_name": default_name}
         if name:
             body["name"] = name
-        answer: dict[str, Any] = self.request("POST", "/workflows/submit/", body)
+        answer: dict[str, Any] = self.write("/workflows/submit/", body)
         return answer
 
     def run(self, run_id: int) -> dict[str, Any]:
@@ -120,7 +152,7 @@ class Client:
             body["scheduler"] = scheduler
         if platform is not None:
             body["platform"] = platform
-        answer: dict[str, Any] = self.request("POST", "/runs/", body)
+        answer: dict[str, Any] = self.write("/runs/", body)
         return answer
 
     def wait(

@@ -12,6 +12,48 @@ from django.core.exceptions import ValidationError
 
 from cbweb.api.throttles import FailureThrottle
 
+# The largest id a database column holds (a 64-bit signed integer, PostgreSQL's bigint and SQLite's).
+MAX_ID = 2**63 - 1
+
+
+def _refuse_other_digits(field: forms.Field, value: Any, code: str) -> None:
+    """Refuse a number a query spells with other than ASCII digits: Python's int() reads '١٢' (and
+    str.isdigit passes '²'), so an id field would otherwise take them; and one no id column can hold
+    (the database driver would fail on it)."""
+    values = value if isinstance(value, list | tuple) else [value]
+    for item in values:
+        text = item.strip() if isinstance(item, str) else ""
+        if text and not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID):
+            raise ValidationError(
+                field.error_messages[code], code=code, params={"value": item[:50], "pk": item[:50]}
+            )
+
+
+class IdChoiceField(forms.ModelChoiceField):
+    """A model choice by id, written in ASCII digits."""
+
+    def to_python(self, value: Any) -> Any:
+        _refuse_other_digits(self, value, "invalid_choice")
+        return super().to_python(value)
+
+
+class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
+    """Model choices by id, each written in ASCII digits."""
+
+    def clean(self, value: Any) -> Any:
+        _refuse_other_digits(self, value, "invalid_pk_value")
+        return super().clean(value)
+
+
+class QueryIntegerField(forms.IntegerField):
+    """An integer written in ASCII digits (a leading minus sign allowed; bounds as declared)."""
+
+    def to_python(self, value: Any) -> int | None:
+        _refuse_other_digits(
+            self, value.strip().removeprefix("-") if isinstance(value, str) else value, "invalid"
+        )
+        return super().to_python(value)
+
 
 class LoginThrottleMixin:
     """For Django's login forms: refuse a user name from one client address after

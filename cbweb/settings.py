@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from csp import constants as csp_constants
 
 from benchmarks.files import default_data_dirs, default_model_dirs
 from benchmarks.models.resolver import model_dirs
@@ -171,7 +172,10 @@ REST_FRAMEWORK = {
     # JSON bodies are checked against CB_MAX_SPEC_BYTES and CB_MAX_SPEC_DEPTH before they are parsed.
     "DEFAULT_PARSER_CLASSES": ["cbweb.api.parsers.BoundedJSONParser"],
     # Rates: "Deployment hardening" below (CB_THROTTLE_*); the classes read them from there.
-    "DEFAULT_THROTTLE_CLASSES": ["cbweb.api.throttles.WriteThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "cbweb.api.throttles.WriteThrottle",
+        "cbweb.api.throttles.AnonymousReadThrottle",
+    ],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -412,6 +416,9 @@ CB_THROTTLE_AUTH_FAILURES = env.str("CB_THROTTLE_AUTH_FAILURES", default="20/m")
 CB_THROTTLE_LOGIN_FAILURES = env.str("CB_THROTTLE_LOGIN_FAILURES", default="10/h")
 CB_THROTTLE_WRITES = env.str("CB_THROTTLE_WRITES", default="300/h")
 CB_THROTTLE_PREVIEWS = env.str("CB_THROTTLE_PREVIEWS", default="120/m")
+# Reads (every page, and the API's GETs) by clients not signed in, per client address; empty: not
+# throttled. Signed-in readers are not throttled.
+CB_THROTTLE_ANON_READS = env.str("CB_THROTTLE_ANON_READS", default="600/m")
 # Reverse proxies in front of the web processes: the client address is taken from
 # X-Forwarded-For that many hops back; 0 (default) trusts REMOTE_ADDR only, so a client cannot
 # dodge the throttles by sending its own X-Forwarded-For.
@@ -434,6 +441,30 @@ if CB_HTTPS:
     SECURE_HSTS_SECONDS = env.int("CB_HSTS_SECONDS", default=31_536_000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
     SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+
+# --------------------------------------------------------------------------------------------------
+# Idempotent API writes (docs/api.md): how long a response is kept for retries with its key
+# --------------------------------------------------------------------------------------------------
+
+CB_IDEMPOTENCY_HOURS = env.int("CB_IDEMPOTENCY_HOURS", default=24)
+if CB_IDEMPOTENCY_HOURS < 1:
+    raise environ.ImproperlyConfigured(f"CB_IDEMPOTENCY_HOURS={CB_IDEMPOTENCY_HOURS} must be at least 1")
+
+# --------------------------------------------------------------------------------------------------
+# Content-Security-Policy (docs/security.md): pages load scripts, styles and images from this server
+# only, and run no inline script or handler; the API's docs pages send their own (cbweb/api/docs.py)
+# --------------------------------------------------------------------------------------------------
+
+MIDDLEWARE = [*MIDDLEWARE, "csp.middleware.CSPMiddleware"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.SELF],
+        "form-action": [csp_constants.SELF],
+        "frame-ancestors": [csp_constants.NONE],
+    }
+}
 
 # --------------------------------------------------------------------------------------------------
 # Logging

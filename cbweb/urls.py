@@ -25,4 +25,5 @@ urlpatterns = [
     path("accounts/tokens/", api_tokens, name="api-tokens"),
 ]
 
+handler400 = "cbweb.views.bad_request"
 handler404 = "cbweb.views.not_found"

@@ -16,7 +16,7 @@ from cbweb.api import selectors as token_selectors
 from cbweb.api import services as token_services
 from cbweb.api.throttles import page_write_throttle
 from cbweb.forms import ThrottledAuthenticationForm, TokenCreateForm
-from cbweb.permissions import readable
+from cbweb.pages import readable
 
 
 @readable
@@ -33,6 +33,15 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     if request.path.startswith("/api/"):
         return JsonResponse({"message": f"no API endpoint at {request.path}", "errors": []}, status=404)
     return defaults.page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """400 for a request a page refused (a malformed query parameter: the reason says which): the
+    API's JSON error under /api/, the site's page elsewhere."""
+    reason = str(exception) if exception is not None and str(exception) else "the request is malformed"
+    if request.path.startswith("/api/"):
+        return JsonResponse({"message": reason, "errors": []}, status=400)
+    return render(request, "400.html", {"reason": reason}, status=400)
 
 
 class LoginView(auth_views.LoginView):

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from benchmarks.spec.model import WorkflowValidationError
+from cbweb.api.services import IdempotencyKeyReused
 from cbweb.runs.services import RunStateError
 from cbweb.workflows.services import WorkflowNameTaken
 
@@ -68,6 +69,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
         errors = _flatten(detail)
         return error_response(errors[0]["message"] if errors else "invalid input", errors, 400)
+    if isinstance(exc, IdempotencyKeyReused):
+        error = {"field": "Idempotency-Key", "line": None, "message": str(exc)}
+        return error_response(str(exc), [error], status.HTTP_422_UNPROCESSABLE_ENTITY)
     if isinstance(exc, RunStateError):
         return error_response(str(exc), [], status.HTTP_409_CONFLICT)
     if isinstance(exc, DjangoPermissionDenied):

@@ -44,3 +44,23 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class IdempotencyKey(models.Model):
+    """The first response to a write sent with an ``Idempotency-Key`` header, kept per user and key for
+    CB_IDEMPOTENCY_HOURS so that a client's retry of the same request gets it again (docs/api.md)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    endpoint = models.CharField(max_length=100, help_text="the operation the key was used on")
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the request's body")
+    status = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_per_user")]
+        indexes = [models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.user}, {self.endpoint})"

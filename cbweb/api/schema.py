@@ -3,8 +3,8 @@ shape of cbweb/api/errors.py.
 
 Views declare their own successes and the errors only they produce (409, 503, 400 on query filters);
 this class adds the errors every operation shares: 401 (a bad token, or a login required), 429 (the
-auth-failure and write throttles), 403 and 400 on writes (ownership, CSRF; input), 404 where the path
-names an object.
+auth-failure, write and anonymous read throttles), 403 and 400 on writes (ownership, CSRF; input),
+404 where the path names an object.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ DESCRIPTIONS = {
     403: "not allowed: only the owner (or staff) may change this",
     404: "no such object",
     409: "not possible in the object's current state",
-    429: "throttled: too many failed tokens or writes; retry after `Retry-After` seconds",
+    422: "the Idempotency-Key was first used with a different request: send a new key",
+    429: "throttled: too many failed tokens, writes or anonymous reads; retry after `Retry-After` seconds",
     503: "a service the operation needs (the run queue) is unavailable; nothing was stored",
 }
 

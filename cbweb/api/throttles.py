@@ -144,3 +144,26 @@ def page_write_throttle(throttle: type[WriteThrottle] = WriteThrottle) -> Callab
         return wrapped
 
     return decorate
+
+
+class AnonymousReadThrottle(SimpleRateThrottle):
+    """Reads (GET, HEAD, OPTIONS) by clients that are not signed in, per client address, at
+    CB_THROTTLE_ANON_READS (empty: not throttled); signed-in readers are not throttled here. The API
+    applies it as a DRF throttle, every page through ``cbweb.pages.readable``."""
+
+    scope = "anon_read"
+
+    def get_rate(self) -> str | None:
+        return str(settings.CB_THROTTLE_ANON_READS) or None
+
+    def get_cache_key(self, request: Any, view: Any) -> str | None:
+        user = getattr(request, "user", None)
+        if request.method not in SAFE_METHODS or (user is not None and user.is_authenticated):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        try:
+            return bool(_cache(super().allow_request, request, view))
+        except CacheDown:
+            return True

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,8 +19,10 @@ from rest_framework.views import APIView
 from benchmarks.schedulers import SCHEDULERS
 from benchmarks.spec import export as spec_export
 from benchmarks.spec.model import WEIGHTS
+from cbweb.api import services as api_services
 from cbweb.api.errors import ErrorSerializer
 from cbweb.api.fields import SchedulerChoiceField
+from cbweb.api.filters import MAX_ID, QueryIntegerField, RunFilters, WorkflowFilters, query_values
 from cbweb.api.pagination import StrictLimitOffsetPagination
 from cbweb.leaderboard import selectors as leaderboard_selectors
 from cbweb.platforms import selectors as platform_selectors
@@ -26,8 +32,6 @@ from cbweb.runs import services as run_services
 from cbweb.runs.models import Run
 from cbweb.workflows import selectors as workflow_selectors
 from cbweb.workflows import services as workflow_services
-
-MAX_ID = 2**31 - 1
 
 ERROR = ErrorSerializer
 
@@ -40,17 +44,6 @@ class JsonBooleanField(serializers.BooleanField):
         if type(data) is not bool:
             self.fail("invalid", input=data)
         return data
-
-
-class QueryBooleanField(serializers.BooleanField):
-    """A boolean query parameter, spelled ``true`` or ``false`` as OpenAPI clients send it."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if type(data) is bool:  # the default, when the parameter is absent
-            return data
-        if data not in ("true", "false"):
-            self.fail("invalid", input=data)
-        return bool(data == "true")
 
 
 class ListApi(APIView):
@@ -108,17 +101,53 @@ class WorkflowOutput(serializers.Serializer):
 
 
 def _filters(filters: type[serializers.Serializer], request: Request, data: Any = None) -> dict[str, Any]:
-    """Validate the query parameters of a read with ``filters``; return the values given.
+    """Validate the query parameters of a read with ``filters``; return the values given."""
+    return query_values(filters, request.query_params, data)
 
-    DRF reads an empty ``?name=`` as "not given"; the schema (and the client) mean it as a value, so
-    it is refused like any other bad value.
-    """
-    empty = [name for name in filters().get_fields() if "" in request.query_params.getlist(name)]
-    if empty:
-        raise serializers.ValidationError({name: "must not be empty" for name in empty})
-    params = filters(data=request.query_params if data is None else data)
-    params.is_valid(raise_exception=True)
-    return dict(params.validated_data)
+
+# Writes that a client may retry safely: sent again with the same Idempotency-Key (and body), they
+# answer the first response instead of creating a second run or version (docs/api.md).
+IDEMPOTENCY_KEY = "Idempotency-Key"
+MAX_IDEMPOTENCY_KEY = 255
+# Printable ASCII, space included: what the schema states and the view checks.
+IDEMPOTENCY_KEY_PATTERN = rf"[\x20-\x7e]{{1,{MAX_IDEMPOTENCY_KEY}}}"
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    IDEMPOTENCY_KEY,
+    str,
+    OpenApiParameter.HEADER,
+    pattern=f"^{IDEMPOTENCY_KEY_PATTERN}$",
+    description="optional: a retry with the same key and body within the retention window "
+    "(CB_IDEMPOTENCY_HOURS, 24 h by default) gets the first response again instead of a second write; "
+    "the same key with another body is a 422",
+)
+
+
+def _idempotent(request: Request, endpoint: str, call: Callable[[], Response]) -> Response:
+    """Answer a write through ``call``, or replay the first answer to its Idempotency-Key."""
+    key = request.headers.get(IDEMPOTENCY_KEY)
+    if key is None:
+        return call()
+    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key):
+        raise serializers.ValidationError(
+            {IDEMPOTENCY_KEY: f"1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters"}
+        )
+    body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
+
+    def answered() -> tuple[int, Any]:
+        response = call()
+        return response.status_code, response.data
+
+    code, data, replayed = api_services.idempotent_call(
+        user=request.user,
+        key=key,
+        endpoint=endpoint,
+        fingerprint=hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest(),
+        call=answered,
+    )
+    response = Response(data, status=code)
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
 
 
 def _workflow_out(workflow: Any) -> dict[str, Any]:
@@ -126,12 +155,7 @@ def _workflow_out(workflow: Any) -> dict[str, Any]:
 
 
 class WorkflowListApi(ListApi):
-    class FilterSerializer(serializers.Serializer):
-        search = serializers.CharField(required=False, max_length=200)
-        owner = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-        archived = QueryBooleanField(
-            required=False, default=False, help_text="true: list the archived workflows instead"
-        )
+    FilterSerializer = WorkflowFilters
 
     @extend_schema(parameters=[FilterSerializer], responses={200: WorkflowOutput(many=True), 400: ERROR})
     def get(self, request: Request) -> Response:
@@ -192,11 +216,15 @@ class WorkflowSubmitApi(APIView):
 
     @extend_schema(
         request=SubmitInput,
-        responses={200: Submitted, 201: Submitted, 400: ERROR},
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={200: Submitted, 201: Submitted, 400: ERROR, 422: ERROR},
         description="Store a workflow by name, as `consumerbench submit` does: the caller's workflow of "
         "that name is reused, with a new version only when the spec changed (201 when the workflow is new).",
     )
     def post(self, request: Request) -> Response:
+        return _idempotent(request, "workflows.submit", lambda: self._submit(request))
+
+    def _submit(self, request: Request) -> Response:
         data = self.SubmitInput(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -352,23 +380,7 @@ def _run_out(run: Run, request: Request) -> dict[str, Any]:
 
 
 class RunListApi(ListApi):
-    class FilterSerializer(serializers.Serializer):
-        status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
-        workflow = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-        platform = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-        scheduler = serializers.CharField(required=False, max_length=50)
-        owner = serializers.CharField(required=False, max_length=150, help_text="username")
-        batch = serializers.UUIDField(required=False)
-        commit = serializers.RegexField(
-            r"^[0-9a-fA-F]{1,64}$", required=False, help_text="runs whose commit starts with this (any case)"
-        )
-        branch = serializers.CharField(required=False, max_length=200)
-        tag = serializers.CharField(required=False, max_length=64, help_text="runs with this tag")
-        search = serializers.CharField(
-            required=False,
-            max_length=200,
-            help_text="words (all must match, any case) in the workflow name, commit, branch, notes or tags",
-        )
+    FilterSerializer = RunFilters
 
     class CreateInput(serializers.Serializer):
         workflow = serializers.IntegerField(min_value=1, max_value=MAX_ID)
@@ -419,10 +431,15 @@ class RunListApi(ListApi):
                 },
             ),
             404: ERROR,
+            422: ERROR,
             503: ERROR,
         },
+        parameters=[IDEMPOTENCY_PARAMETER],
     )
     def post(self, request: Request) -> Response:
+        return _idempotent(request, "runs.create", lambda: self._create(request))
+
+    def _create(self, request: Request) -> Response:
         data = self.CreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -521,7 +538,7 @@ class RunTelemetryApi(APIView):
         )
         t_min = serializers.FloatField(required=False, help_text="seconds since the run started")
         t_max = serializers.FloatField(required=False)
-        points = serializers.IntegerField(
+        points = QueryIntegerField(
             required=False, min_value=3, max_value=20_000, default=run_selectors.CHART_POINTS
         )
 
@@ -602,11 +619,11 @@ class EstimateOutput(serializers.Serializer):
 
 class LeaderboardApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        workflow = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-        version = serializers.IntegerField(
+        workflow = QueryIntegerField(min_value=1, max_value=MAX_ID)
+        version = QueryIntegerField(
             required=False, min_value=1, max_value=MAX_ID, help_text="default: every version"
         )
-        platform = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+        platform = QueryIntegerField(required=False, min_value=1, max_value=MAX_ID)
         scheduler = serializers.ChoiceField(choices=sorted(SCHEDULERS), required=False)
         since = serializers.DateField(required=False, help_text="launched on or after this day")
         until = serializers.DateField(required=False, help_text="launched on or before this day")

@@ -7,12 +7,13 @@ from typing import Any, cast
 from django import forms
 
 from benchmarks.schedulers import SCHEDULERS
+from cbweb.forms import IdChoiceField, IdMultipleChoiceField, QueryIntegerField
 from cbweb.leaderboard.selectors import SORTS, leaderboard_workflows
 from cbweb.platforms.models import Platform
 from cbweb.workflows.models import Workflow
 
 
-class WorkflowChoiceField(forms.ModelChoiceField):
+class WorkflowChoiceField(IdChoiceField):
     """A workflow of ``leaderboard_workflows()``, labelled with its owner and its succeeded runs."""
 
     def label_from_instance(self, obj: Any) -> str:
@@ -27,10 +28,10 @@ class LeaderboardForm(forms.Form):
     workflow = WorkflowChoiceField(
         queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
     )
-    version = forms.IntegerField(
+    version = QueryIntegerField(
         required=False, min_value=1, max_value=2**31 - 1, help_text="blank: every version"
     )
-    platform = forms.ModelChoiceField(queryset=Platform.objects.all(), required=False, empty_label="any")
+    platform = IdChoiceField(queryset=Platform.objects.all(), required=False, empty_label="any")
     scheduler = forms.ChoiceField(required=False, choices=[("", "any"), *((n, n) for n in SCHEDULERS)])
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="from")
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="to")
@@ -52,7 +53,7 @@ class PlatformCompareForm(forms.Form):
     workflow = WorkflowChoiceField(
         queryset=Workflow.objects.none(), empty_label=None, error_messages=NO_SUCH_WORKFLOW
     )
-    platforms = forms.ModelMultipleChoiceField(
+    platforms = IdMultipleChoiceField(
         queryset=Platform.objects.all(), help_text="two or more", widget=forms.CheckboxSelectMultiple
     )
     scheduler = forms.CharField(

@@ -3,7 +3,7 @@ from django.shortcuts import render
 
 from cbweb.leaderboard import selectors
 from cbweb.leaderboard.forms import LeaderboardForm
-from cbweb.permissions import readable
+from cbweb.pages import readable
 
 
 @readable

@@ -3,7 +3,7 @@ from django.shortcuts import render
 
 from cbweb.leaderboard.forms import PlatformCompareForm
 from cbweb.leaderboard.selectors import platform_comparison
-from cbweb.permissions import readable
+from cbweb.pages import readable
 from cbweb.platforms import selectors
 
 RECENT_RUNS = 50

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -65,6 +66,22 @@ RUN_FILTERS = (
     "search",
 )
 
+# A run search is words separated by ASCII white space (the API's schema states the same pattern,
+# cbweb/api/filters.py). Each word is matched anywhere in five columns (a LIKE '%word%' per column
+# and word), and PostgreSQL's planning time grows with the words: their number and length are bounded.
+SEARCH_MAX_WORDS = 8
+SEARCH_MIN_WORD = 2
+SEARCH_MAX_WORD = 64
+SEARCH_SPACE = r"[ \t\n\r\f\v]"
+SEARCH_WORD = rf"[^ \t\n\r\f\v\x00]{{{SEARCH_MIN_WORD},{SEARCH_MAX_WORD}}}"
+_MORE_WORDS = rf"(?:{SEARCH_SPACE}+{SEARCH_WORD}){{0,{SEARCH_MAX_WORDS - 1}}}"
+SEARCH_PATTERN = rf"^{SEARCH_SPACE}*{SEARCH_WORD}{_MORE_WORDS}{SEARCH_SPACE}*$"
+
+
+def run_search_words(text: str) -> list[str]:
+    """Return the words of a run search (split at ASCII white space)."""
+    return [w for w in re.split(f"{SEARCH_SPACE}+", text) if w]
+
 
 def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
     """Return runs, newest first, filtered by status, workflow, platform, scheduler, owner, batch,
@@ -85,7 +102,7 @@ def run_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[Run]:
         elif key == "tag":
             qs = qs.filter(tags__name=value)
         elif key == "search":
-            for word in str(value).split():
+            for word in run_search_words(str(value)):
                 found = (
                     Q(workflow_name__icontains=word)
                     | Q(commit__istartswith=word)

@@ -8,7 +8,7 @@ import mimetypes
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
 from django.http import (
     FileResponse,
     Http404,
@@ -21,8 +21,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from cbweb.api.filters import RunCompareFilters, RunFilters, RunHistoryFilters, page_query
 from cbweb.api.throttles import page_write_throttle
-from cbweb.permissions import can_edit, readable
+from cbweb.pages import readable
+from cbweb.permissions import can_edit
 from cbweb.runs import dispatch, selectors, services
 from cbweb.runs.forms import RunLaunchForm
 from cbweb.runs.models import Run
@@ -33,17 +35,10 @@ STATUSES = [s for s, _ in Run.Status.choices]
 
 @readable
 def run_list(request: HttpRequest) -> HttpResponse:
-    filters = {k: request.GET.get(k, "") for k in selectors.RUN_FILTERS}
-    if filters["status"] and filters["status"] not in STATUSES:
-        filters["status"] = ""
-    for key in ("workflow", "platform"):
-        if filters[key] and not filters[key].isdigit():
-            filters[key] = ""
-    # Malformed text filters match nothing rather than fail: they come from a typed search box.
-    for key in ("commit", "branch", "tag", "search"):
-        filters[key] = filters[key][:200]
+    filters = page_query(RunFilters, request.GET)
     runs = selectors.run_list(filters=filters)[:200]
-    return render(request, "runs/list.html", {"runs": runs, "filters": filters, "statuses": STATUSES})
+    shown = {k: request.GET.get(k, "") for k in selectors.RUN_FILTERS}
+    return render(request, "runs/list.html", {"runs": runs, "filters": shown, "statuses": STATUSES})
 
 
 @login_required
@@ -174,7 +169,10 @@ def run_workflow_yaml(request: HttpRequest, pk: int) -> HttpResponse:
 
 @readable
 def run_file(request: HttpRequest, pk: int, path: str) -> FileResponse:
-    """One file of the run's bundle (CSV, image); paths outside the bundle are 404."""
+    """One file of the run's bundle (CSV, image); paths outside the bundle are 404, a path with a NUL
+    character (no file system path has one) is 400."""
+    if "\x00" in path:
+        raise BadRequest("path: must not contain NUL characters")
     found = selectors.run_bundle_file(run=selectors.run_get(pk=pk), rel=path)
     if found is None:
         raise Http404("no such file in this run's bundle")
@@ -200,16 +198,14 @@ def run_bundle(request: HttpRequest, pk: int) -> StreamingHttpResponse:
 def run_history(request: HttpRequest, workflow_pk: int) -> HttpResponse:
     """A workflow's runs over time or commit: attainment and key latencies, regressions marked."""
     workflow = workflow_selectors.workflow_get(pk=workflow_pk)
-    order = request.GET.get("order", "time")
-    if order not in selectors.HISTORY_ORDERS:
-        order = "time"
+    order = page_query(RunHistoryFilters, request.GET)["order"]
     history = selectors.run_history(workflow_id=workflow.pk, order=order)
     return render(request, "runs/history.html", {"workflow": workflow, "history": history, "order": order})
 
 
 @readable
 def run_compare(request: HttpRequest) -> HttpResponse:
-    ids = [int(x) for x in request.GET.getlist("runs") if x.isdigit()][:20]
+    ids = page_query(RunCompareFilters, request.GET)["runs"]
     runs = list(selectors.run_list().filter(pk__in=ids, result__isnull=False))
     runs.sort(key=lambda r: ids.index(r.pk))
     if len(runs) < 2:

@@ -73,6 +73,8 @@ class VersionDiff:
     new: WorkflowVersion
     changes: list[SpecChange]
     unified: list[str]
+    # True when the two versions' YAML together exceed DIFF_MAX_BYTES: nothing is compared.
+    too_large: bool = False
 
 
 def _yaml(value: Any) -> str:
@@ -106,11 +108,19 @@ def _whole(where: str, old: Any, new: Any) -> list[SpecChange]:
     return [SpecChange(where, "", "changed", _yaml(old), _yaml(new))] if old != new else []
 
 
+# A diff page compares two versions whose YAML together is at most this size: difflib's time grows
+# faster than the text, and the page repeats both. Larger versions are offered for download instead.
+DIFF_MAX_BYTES = 256 * 1024
+
+
 def version_diff(*, workflow: Workflow, old: int, new: int) -> VersionDiff:
     """Return versions ``old`` and ``new`` of a workflow compared (Http404 when either is missing):
     each changed workflow setting, unit field and node field (nodes by name, so a renamed node reads
-    as one removed and one added), and the unified diff (difflib) of their canonical YAML."""
+    as one removed and one added), and the unified diff (difflib) of their canonical YAML; when the
+    two YAML texts together exceed DIFF_MAX_BYTES, no comparison (``too_large``)."""
     a, b = version_get(workflow=workflow, number=old), version_get(workflow=workflow, number=new)
+    if len(a.yaml.encode()) + len(b.yaml.encode()) > DIFF_MAX_BYTES:
+        return VersionDiff(a, b, [], [], too_large=True)
     spec_a, spec_b = dict(a.spec), dict(b.spec)
     nodes_a, nodes_b = spec_a.pop("workflows", None) or {}, spec_b.pop("workflows", None) or {}
 

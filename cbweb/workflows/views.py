@@ -8,8 +8,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from cbweb.api.filters import WorkflowFilters, page_query
 from cbweb.api.throttles import PreviewThrottle, page_write_throttle
-from cbweb.permissions import can_edit, check_can_edit, readable
+from cbweb.pages import readable
+from cbweb.permissions import can_edit, check_can_edit
 from cbweb.runs.selectors import run_list
 from cbweb.workflows import editor, selectors, services
 from cbweb.workflows.dag import dag_svg, nodes_of_spec
@@ -19,10 +21,12 @@ from cbweb.workflows.models import Workflow
 
 @readable
 def workflow_list(request: HttpRequest) -> HttpResponse:
-    search = request.GET.get("q", "").strip()
-    archived = request.GET.get("archived") == "1"
-    workflows = selectors.workflow_list(search=search, archived=archived)
-    return render(request, "workflows/list.html", {"workflows": workflows, "q": search, "archived": archived})
+    v = page_query(WorkflowFilters, request.GET)
+    search, archived = v.get("search", "").strip(), v["archived"]
+    workflows = selectors.workflow_list(owner_id=v.get("owner"), search=search, archived=archived)
+    return render(
+        request, "workflows/list.html", {"workflows": workflows, "search": search, "archived": archived}
+    )
 
 
 @readable

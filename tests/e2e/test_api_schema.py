@@ -31,7 +31,11 @@ SEED_WORKFLOW = "nap:\n  type: Sleep\n  sleep_time: 0.01\n  num_requests: 2\n"
 def schema_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     # Its own server and database: generated requests may queue runs, which must not slow the journey.
     # Throttles are raised so that generated requests reach the operations (tests/security tests them).
-    throttles = {"CB_THROTTLE_WRITES": "1000000/h", "CB_THROTTLE_AUTH_FAILURES": "1000000/h"}
+    throttles = {
+        "CB_THROTTLE_WRITES": "1000000/h",
+        "CB_THROTTLE_AUTH_FAILURES": "1000000/h",
+        "CB_THROTTLE_ANON_READS": "",
+    }
     with serve(tmp_path_factory.mktemp("schema"), throttles) as app:
         yield app
 

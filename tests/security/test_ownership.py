@@ -97,7 +97,7 @@ def test_an_archived_workflow_leaves_the_lists_and_cannot_be_launched(
     assert workflow not in [w["id"] for w in bob_api.get("/api/v1/workflows/").json()["results"]]
     assert [w["id"] for w in bob_api.get("/api/v1/workflows/?archived=true").json()["results"]] == [workflow]
     assert "shared" not in client.get("/workflows/").content.decode()
-    assert "shared" in client.get("/workflows/?archived=1").content.decode()
+    assert "shared" in client.get("/workflows/?archived=true").content.decode()
 
     refused = bob_api.post("/api/v1/runs/", {"workflow": workflow}, format="json")
     assert refused.status_code == 400

@@ -73,7 +73,8 @@ def test_the_history_page_shows_the_table_and_a_missing_workflow_is_404(
     workflow = history[0]
     client = Client()
     client.force_login(alice)
-    page = client.get(f"/runs/history/{workflow.pk}/?order=nonsense")
+    assert client.get(f"/runs/history/{workflow.pk}/?order=nonsense").status_code == 400
+    page = client.get(f"/runs/history/{workflow.pk}/")
     assert page.status_code == 200 and page.context["order"] == "time"
     html = page.content.decode()
     assert 'id="history-table"' in html and "▲ nap e2e" in html and 'id="history-data"' in html
