@@ -204,10 +204,13 @@ def test_the_starvation_curve_runs_each_k_three_times_untraced(tmp_path):
 
 
 @pytest.mark.models
-def test_cpu_smoke_runs_the_starvation_curve_to_its_summary(tmp_path, monkeypatch, capsys):
+def test_cpu_smoke_runs_the_starvation_curve_to_its_summary(tmp_path, capsys):
     state = tmp_path / "state"
     smoke = ["sweep", str(STUDIES / "captions-starvation.yml"), "--cpu-smoke", "--repeats", "1"]
     assert main([*smoke, "--state", str(state)]) == 0
-    assert main([*smoke, "--state", str(state), "--summarize", "--out", str(tmp_path / "summary")]) == 0
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert len(summary["grid"]) == 5 if "grid" in summary else summary
+    capsys.readouterr()
+    assert main([*smoke, "--state", str(state), "--summarize"]) == 0
+    summary = json.loads((state / "h200-captions-starvation.json").read_text())
+    assert sorted(summary["workflows"]) == sorted(f"b{k}" for k in (8, 10, 12, 14, 16))
+    for per in summary["workflows"].values():
+        assert per["greedy"]["runs"] == 1 and 0 <= per["greedy"]["mean_attainment"] <= 1
