@@ -50,7 +50,7 @@ class CreditGate:
         self._local = threading.local()
         atexit.register(self.close)
 
-    def acquire(self, app: str, kind: str) -> None:
+    def acquire(self, app: str, kind: str) -> float:
         table, slot, params = self.table, self.slot, self.params
         t0 = now()
         with self._lock:
@@ -59,7 +59,7 @@ class CreditGate:
             if grant:
                 ledger.admit(table, slot, grant, 0.0)
                 self._local.start = t0
-                return
+                return 0.0
         spin_until, sleep = t0 + params.spin_s, FIRST_SLEEP_S
         try:
             while True:
@@ -72,7 +72,7 @@ class CreditGate:
                     if grant:
                         ledger.admit(table, slot, grant, t - t0)
                         self._local.start = t
-                        return
+                        return t - t0
         except BaseException:
             # Interrupted while waiting: this step no longer waits, or it would look active forever.
             with self._lock:
