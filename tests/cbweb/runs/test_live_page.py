@@ -170,7 +170,7 @@ def test_the_launch_form_refuses_an_mps_scheduler_on_a_platform_without_an_nvidi
     assert refused.status_code == 400
     assert refused.context["form"].errors["scheduler"] == [
         "partition needs an NVIDIA GPU (it uses NVIDIA MPS) and cpu-box (EPYC) has none; "
-        "choose one of: greedy, credit"
+        "choose one of: greedy, priority, credit"
     ]
     assert not Run.objects.exists()
     assert client.post(f"/runs/launch/{workflow.pk}/", {**data, "scheduler": "credit"}).status_code == 302
