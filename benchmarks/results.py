@@ -28,8 +28,11 @@ from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 # as "ttft<=1.0s"). Version 3: each application has ``quality`` (its quality figures), and
 # ``fairness`` is Jain's index over the applications' SLO attainment, which is over the requests the
 # workflow asked for (``requests_requested``; version 2: over the served ones, fairness over mean
-# latencies). load_bundle and ResultDocument read versions 1 and 2 too (see ``upgrade``).
-SCHEMA_VERSION = 3
+# latencies). Version 4: every latency includes the scheduler gate's holds (ImageGen's step,
+# text_encode and vae_decode, Synthetic's step left them out), each request records ``gate_wait`` and
+# each application ``gate_wait_s``. load_bundle and ResultDocument read versions 1 to 3 too
+# (see ``upgrade``).
+SCHEMA_VERSION = 4
 
 
 class _Strict(BaseModel):
@@ -88,6 +91,13 @@ class ApplicationResult(_Strict):
     metrics: dict[str, MetricSummary]
     normalized_latency: dict[str, float]
     throughput_rps: float | None
+    gate_wait_s: float | None = Field(
+        None,
+        ge=0,
+        description="seconds the application's process was held back at the scheduler's gate over the "
+        "run, warm-up and interrupted requests included (0 under greedy); None: not recorded (a "
+        "process that died, a result of schema version 3 or older)",
+    )
     quality: dict[str, QualityFigure] = Field(
         default_factory=dict, description="the type's quality figures (empty before schema version 3)"
     )
@@ -184,7 +194,7 @@ class TelemetryResult(_Strict):
 class ResultDocument(_Strict):
     """``result.json``: what the runner returns, write_bundle writes and load_bundle reads."""
 
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     status: Literal[RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED]
     reason: str | None
     workflow: dict[str, Any]
@@ -330,9 +340,13 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     what the workflow asked for, so an application's ``requests_requested`` is its counted requests
     (its attainment stays over them), and the fairness is recomputed from the applications'
     attainment (benchmarks.metrics.fairness).
+    Version 3 -> 4: ``gate_wait_s`` was not recorded (it reads as None); the times stay as measured
+    (an ImageGen step of version 3 leaves out the gate's holds: docs/result-format.md).
     Raises ValueError for an SLO string that does not parse.
     """
     version = data.get("schema_version")
+    if version == 3:
+        return {**data, "schema_version": SCHEMA_VERSION}
     if version not in (1, 2):
         return data
     applications = data.get("applications")
@@ -500,8 +514,12 @@ class SloRow:
 
 def shown_metrics(application: ApplicationResult) -> list[str]:
     """Return the metrics the SLO table shows for an application: those of its SLOs, else ``e2e``
-    when it has that figure, else none."""
-    return [s.metric for s in application.slo] or [m for m in ("e2e",) if m in application.metrics]
+    when it has that figure, else none; then ``gate_wait`` when the scheduler's gate held it back at
+    all (what scheduling cost it, beside the latencies that include it)."""
+    shown = [s.metric for s in application.slo] or [m for m in ("e2e",) if m in application.metrics]
+    if application.gate_wait_s and "gate_wait" in application.metrics and "gate_wait" not in shown:
+        shown.append("gate_wait")
+    return shown
 
 
 def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:

@@ -52,10 +52,17 @@ class AppType:
     uses_gpu: Callable[[Application], bool] | None = None
     # The quality figures the result summarises from this type's request records (docs/metrics.md).
     quality: tuple[QualityMeasure, ...] = ()
+    # Default SLOs that depend on a unit's options (ImageGen's image SLO: its steps x the step SLO),
+    # after ``default_slo``; given the options, possibly unvalidated (then it must not fail).
+    option_slo: Callable[[Any], tuple[str, ...]] | None = None
     # A model server (LLMServer): its node serves other units and is no application of the result.
     serves: bool = False
     # Whether a unit of this type may send its requests to a model server (``server:``).
     server_client: bool = False
+
+    def default_slos(self, options: Any) -> tuple[str, ...]:
+        """Return the SLOs a unit of this type gets when it gives none, for its ``options``."""
+        return self.default_slo + (self.option_slo(options) if self.option_slo is not None else ())
 
 
 @dataclass
@@ -63,7 +70,9 @@ class RequestRecord:
     """One request (or audio chunk) as measured inside the application process.
 
     Times are on the shared monotonic clock. Latency metrics count from ``arrival``: for a closed
-    loop that is when the request was sent, for an open loop when it was due, so queueing counts.
+    loop that is when the request was sent, for an open loop when it was due, so queueing counts, and
+    the scheduler gate's holds count too. ``metrics["gate_wait"]`` is the part of the request the gate
+    held it back (seconds; 0 under a scheduler that never holds).
     """
 
     index: int
@@ -138,9 +147,12 @@ class AppContext:
     # A private folder for what must stay out of the bundle (a server's log); the runner removes it
     # after the run, so a killed process leaves nothing behind. None: make and remove your own.
     scratch_dir: Path | None = None
+    # Seconds this session's steps were held back at the scheduler's gate so far (GpuStep adds to it).
+    gate_wait: float = 0.0
 
     def gpu_step(self, kind: str) -> GpuStep:
-        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate.
+        """Wrap one GPU step (decode step, denoising step, audio chunk) in the scheduler gate; the
+        seconds the gate holds it back are added to ``gate_wait``.
 
         A model server's client does no GPU step (the server does, in its own process): its steps
         only honour a stop request.
@@ -171,8 +183,10 @@ class GpuStep:
         if ctx.stop_requested():
             raise AppStopped
         if ctx.server_url is None:
-            ctx.gate.acquire(ctx.node, self.kind)
+            held = ctx.gate.acquire(ctx.node, self.kind)
             self.gated = True
+            if held:
+                ctx.gate_wait += held
 
     def __exit__(self, *exc: object) -> None:
         if self.gated:
@@ -293,6 +307,11 @@ class Driver(ABC):
         """Release the model and any resources (called even after a failure)."""
         return None
 
+    def gate_wait_s(self) -> float:
+        """Return the seconds this session was held back at the scheduler's gate over the whole run
+        (warm-up and interrupted requests included; a model server: its batches)."""
+        return self.ctx.gate_wait
+
     def run(self) -> None:
         """Issue the unit's requests following its arrival process and report each one."""
         unit = self.unit
@@ -313,24 +332,31 @@ class Driver(ABC):
             record = RequestRecord(index=i, arrival=arrival, warmup=i < unit.warmup_requests)
             self.ctx.emit("request_start", index=i, arrival=arrival)
             record.start = now()
+            held = self.ctx.gate_wait
             try:
                 self.run_request(record, payloads[i % len(payloads)])
             except AppStopped:
                 record.end = now()
                 record.status = RequestStatus.INTERRUPTED
-                self.ctx.send_record(record)
+                self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
                 raise
             except RequestFailed as exc:
                 record.end = now()
                 record.status = RequestStatus.ERROR
                 record.error = str(exc)
-                self.ctx.send_record(record)
+                self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
                 raise
             record.end = now()
             record.metrics.setdefault("e2e", record.end - record.arrival)
-            self.ctx.send_record(record)
+            self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
             if offsets is None and think > 0 and i + 1 < total:
                 _sleep_until(now() + think, self.ctx.stop_requested)
+
+
+def gate_waited(record: RequestRecord, held: float) -> RequestRecord:
+    """Return ``record`` with ``metrics["gate_wait"]``: the seconds the scheduler's gate held it back."""
+    record.metrics["gate_wait"] = held
+    return record
 
 
 def _sleep_until(deadline: float, stop_requested: Callable[[], bool]) -> None:

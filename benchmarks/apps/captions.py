@@ -46,6 +46,7 @@ from benchmarks.apps.base import (
     RequestRecord,
     _sleep_until,
     check_unit,
+    gate_waited,
     nonfinite_failure,
 )
 from benchmarks.apps.datasets import unit_input
@@ -339,15 +340,18 @@ class CaptionsDriver(Driver):
             _sleep_until(due, self.ctx.stop_requested)
             self.ctx.emit("request_start", index=index, arrival=due)
             record = RequestRecord(index=index, arrival=due, start=now(), warmup=warmup)
+            held = self.ctx.gate_wait
             try:
                 with self.ctx.gpu_step("audio_chunk"):
+                    # rtf is the model's own speed: its clock starts once the gate admitted the chunk.
                     started = now()
                     heard = self._transcribe(audio, buffer_start, chunk_end, committed)
                     busy = now() - started
             except AppStopped:
                 record.end, record.status = now(), RequestStatus.INTERRUPTED
-                self.ctx.send_record(record)
+                self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
                 raise
+            gate_waited(record, self.ctx.gate_wait - held)
             words = heard.words
             agreed = len(words) if final else agreed_prefix(pending, words)
             new, pending = words[:agreed], words[agreed:]

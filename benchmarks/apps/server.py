@@ -167,6 +167,8 @@ class StepGateBridge:
         self.gate = gate
         self.node = node
         self.steps = 0
+        # Seconds the batches were held back at the gate (the server's share of the scheduler's cost).
+        self.gate_wait_s = 0.0
         server_reads, self._grants = os.pipe()
         self._asks, server_writes = os.pipe()
         self.child_fds = (server_reads, server_writes)
@@ -195,7 +197,7 @@ class StepGateBridge:
         try:
             while message := os.read(self._asks, 1):
                 if message == ASK:
-                    self.gate.acquire(self.node, BATCH_STEP)
+                    self.gate_wait_s += self.gate.acquire(self.node, BATCH_STEP) or 0.0
                     self._admitted = True
                     os.write(self._grants, GRANT)
                 elif message == DONE and self._admitted:
@@ -229,6 +231,8 @@ class ServerDriver(Driver):
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     bridge: StepGateBridge | None = None
+    # Seconds the batches of the servers this driver started and stopped were held at the gate.
+    held_s = 0.0
 
     def load(self) -> dict[str, Any]:
         opts = self.options
@@ -374,6 +378,10 @@ class ServerDriver(Driver):
                 raise AppStopped
             time.sleep(POLL_S)
 
+    def gate_wait_s(self) -> float:
+        """Return the seconds the server's batches were held back at the scheduler's gate."""
+        return self.held_s + (self.bridge.gate_wait_s if self.bridge is not None else 0.0)
+
     def close(self) -> None:
         """Stop the server and remove its log."""
         self._stop()
@@ -394,6 +402,7 @@ class ServerDriver(Driver):
         bridge, self.bridge = self.bridge, None
         if bridge is not None:
             bridge.close()
+            self.held_s += bridge.gate_wait_s
         if self.log is not None:
             self.log.close()
             self.log = None

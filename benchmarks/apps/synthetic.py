@@ -57,11 +57,14 @@ class SyntheticDriver(Driver):
         if opts.fail_at_request is not None and record.index == opts.fail_at_request:
             self._fail(opts.fail_mode)
         steps: list[float] = []
+        # A step runs from the end of the previous one to its own end, the gate's hold included.
+        last = now()
         for _ in range(opts.steps):
             with self.ctx.gpu_step("step"):
-                t = now()
                 self._step()
-                steps.append(now() - t)
+            t = now()
+            steps.append(t - last)
+            last = t
         record.series["step"] = steps
         record.metrics["step"] = sum(steps) / len(steps)
 

@@ -505,6 +505,8 @@ class _Run:
             state.done_status = NodeStatus(event["status"]) if event.get("status") else None
             if event.get("error"):
                 state.reason = event["error"]
+            held = event.get("gate_wait_s")
+            state.gate_wait_s = float(held) if isinstance(held, int | float) else None
         self._emit(
             str(kind), state.name, t=t, **{k: v for k, v in event.items() if k not in ("kind", "node")}
         )

@@ -162,7 +162,8 @@ def app_process_main(
             except Exception as exc:
                 if status is NodeStatus.SUCCEEDED:
                     status, code, error = NodeStatus.FAILED, 1, f"close() failed: {type(exc).__name__}: {exc}"
-        emit("done", status=status, error=error)
+        # What the scheduler's gate cost this node over the run, all its sessions together.
+        emit("done", status=status, error=error, gate_wait_s=sum(d.gate_wait_s() for d in drivers))
         conn.close()
     if code:
         raise SystemExit(code)

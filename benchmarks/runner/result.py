@@ -95,9 +95,17 @@ def node_result(state: NodeState, t0: float) -> NodeResult:
             else None
         ),
         reason=state.reason if state.status is not NodeStatus.SUCCEEDED else None,
-        server=state.loaded or None if app_type(state.unit).serves else None,
+        server=server_record(state),
         kernel_trace=state.trace_name if state.trace_file and state.trace_file.is_file() else None,
     )
+
+
+def server_record(state: NodeState) -> dict[str, Any] | None:
+    """Return a model server node's ``server`` record: what it loaded and the seconds its batches were
+    held back at the scheduler's gate (``gate_wait_s``); None for any other node."""
+    if not app_type(state.unit).serves:
+        return None
+    return {**state.loaded, "gate_wait_s": state.gate_wait_s} if state.loaded else None
 
 
 def requested(state: NodeState) -> int:
@@ -143,6 +151,7 @@ def application_result(state: NodeState) -> ApplicationResult:
             "requests_total": len(requests),
             "requests_requested": max(asked, figures["requests_counted"]),
             **figures,
+            "gate_wait_s": state.gate_wait_s,
             "quality": quality,
             "requests": requests,
         }

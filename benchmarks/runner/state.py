@@ -41,6 +41,9 @@ class NodeState:
     began: int = 0
     stopped_by_design: bool = False
     done_status: NodeStatus | None = None
+    # Seconds the node's process was held back at the scheduler's gate, told when it ends (None: it
+    # died before it could say).
+    gate_wait_s: float | None = None
     # Why the runner fails this node whatever it reports (its model server failed), once it ends.
     failure: str | None = None
     stop_sent_at: float | None = None

@@ -12,13 +12,15 @@ from benchmarks.schedulers.credit import CreditScheduler
 from benchmarks.schedulers.credit_mps import CreditMpsScheduler
 from benchmarks.schedulers.greedy import GreedyScheduler
 from benchmarks.schedulers.partition import PartitionScheduler
+from benchmarks.schedulers.priority import PriorityScheduler
 from benchmarks.spec.model import suggest
 
 if TYPE_CHECKING:
     from benchmarks.spec.model import Workflow
 
 SCHEDULERS: dict[str, type[Scheduler]] = {
-    cls.name: cls for cls in (GreedyScheduler, PartitionScheduler, CreditScheduler, CreditMpsScheduler)
+    cls.name: cls
+    for cls in (GreedyScheduler, PartitionScheduler, PriorityScheduler, CreditScheduler, CreditMpsScheduler)
 }
 
 

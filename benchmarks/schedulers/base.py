@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 class Gate(Protocol):
     """Admission control for one GPU step of one application."""
 
-    def acquire(self, app: str, kind: str) -> None:
-        """Block until ``app`` may run a step of ``kind``."""
+    def acquire(self, app: str, kind: str) -> float:
+        """Block until ``app`` may run a step of ``kind``; return the seconds the gate held it back
+        (0.0 when it was admitted at once): the time the scheduler cost this step."""
 
     def release(self, app: str, kind: str) -> None:
         """Report that the step has finished."""
@@ -40,8 +41,8 @@ class GateSpec(ABC):
 class OpenGate:
     """A gate that never waits (greedy's gate, and the base of gates that only watch)."""
 
-    def acquire(self, app: str, kind: str) -> None:
-        return None
+    def acquire(self, app: str, kind: str) -> float:
+        return 0.0
 
     def release(self, app: str, kind: str) -> None:
         return None

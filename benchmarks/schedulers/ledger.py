@@ -73,7 +73,23 @@ _GRANT_FIELD = {
 }
 
 
-class CreditParams(SchedulerParams):
+class GateTiming(SchedulerParams):
+    """What every scheduler whose gates read this table shares (credit, priority): when an application
+    counts as active, the starvation guard, and how a waiting gate looks at the table."""
+
+    linger_s: float = Field(
+        0.005, ge=0, le=60, description="an application stays active this long after its last step"
+    )
+    max_wait_s: float = Field(
+        2.0, gt=0, le=3600, description="starvation guard: longest wait before a step is forced through"
+    )
+    spin_s: float = Field(50e-6, ge=0, le=1, description="busy-wait before the gate starts sleeping")
+    max_sleep_s: float = Field(
+        1e-3, gt=0, le=1, description="longest sleep between two looks at the table (the wake-up delay)"
+    )
+
+
+class CreditParams(GateTiming):
     """The credit scheduler's parameters (docs/schedulers.md explains each one).
 
     Set from a workflow as ``scheduler: {name: credit, pressure_threshold: 0.4}``; every range is
@@ -94,21 +110,11 @@ class CreditParams(SchedulerParams):
     burst_s: float = Field(
         0.05, gt=0, le=60, description="credit cap in device seconds (what an idle application can bank)"
     )
-    linger_s: float = Field(
-        0.005, ge=0, le=60, description="an application stays active this long after its last step"
-    )
-    max_wait_s: float = Field(
-        2.0, gt=0, le=3600, description="starvation guard: longest wait before a step is forced through"
-    )
     initial_pressure: float = Field(
         1.0, ge=0, le=100, description="pressure of an application with an SLO before its first request"
     )
     window: int = Field(10, ge=1, le=10_000, description="finished requests the pressure looks back on")
     quantile: float = Field(90.0, ge=0, le=100, description="percentile of the window giving the pressure")
-    spin_s: float = Field(50e-6, ge=0, le=1, description="busy-wait before the gate starts sleeping")
-    max_sleep_s: float = Field(
-        1e-3, gt=0, le=1, description="longest sleep between two looks at the table (the wake-up delay)"
-    )
 
 
 class CreditTable:
@@ -161,7 +167,7 @@ class CreditTable:
         return {name: self.get(slot, field) for name, field in STAT_FIELDS.items()}
 
 
-def is_active(table: CreditTable, slot: int, t: float, params: CreditParams) -> bool:
+def is_active(table: CreditTable, slot: int, t: float, params: GateTiming) -> bool:
     """Return whether an application is using the GPU: waiting, running, or between two close steps."""
     return (
         table.get(slot, WAITING) > 0
@@ -291,9 +297,34 @@ def finish(table: CreditTable, slot: int, t: float, duration_s: float, params: C
     # Charged before the refill so that credit earned during the step is not lost to the burst cap.
     table.add(slot, BUCKET, -duration_s)
     refill(table, slot, t, params)
+    end_step(table, slot, t, duration_s)
+
+
+def end_step(table: CreditTable, slot: int, t: float, duration_s: float) -> None:
+    """Record that a step of the slot has ended at ``t`` after running ``duration_s``."""
     table.add(slot, RUNNING, -1)
     table.add(slot, STEP_S, duration_s)
     table.set(slot, LAST_RELEASE, t)
+
+
+def decide_by_priority(table: CreditTable, slot: int, t: float, waited_s: float, params: GateTiming) -> Grant:
+    """Return whether (and why) the slot may start a step at ``t`` under static priority (the priority
+    scheduler): HIGH always runs (``RESERVED``); any other class runs when no application of a more
+    urgent class on its device is active (``LENT``: the device is free of more urgent work), and after
+    ``max_wait_s`` anyway (``FORCED``). Applications of one class are not ordered among themselves.
+    No pressure, credit or latency is read: the rule has no feedback."""
+    cells = table.cells
+    base = slot * FIELDS
+    device, cls = cells[base + DEVICE], cells[base + CLASS]
+    if cls == Priority.HIGH:
+        return Grant.RESERVED
+    for j in range(table.slots):
+        b = j * FIELDS
+        if j == slot or not cells[b + ENABLED] or cells[b + DEVICE] != device or cells[b + CLASS] >= cls:
+            continue
+        if is_active(table, j, t, params):
+            return Grant.FORCED if waited_s >= params.max_wait_s else Grant.WAIT
+    return Grant.LENT
 
 
 def normalised_latency(metrics: Mapping[str, Any], slos: Sequence[SLO]) -> float | None:

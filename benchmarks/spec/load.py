@@ -544,7 +544,9 @@ def _build_unit(
         kwargs["model"] = None
     else:
         kwargs["model"] = common.pop("model", app.default_model)
-    kwargs["slo"] = _parse_slo_field(common.pop("slo", list(app.default_slo)), app, (*origin, "slo"), errors)
+    # The SLOs are parsed once the options are known: a type's default SLOs may depend on them.
+    has_slo = "slo" in common
+    slo_value = common.pop("slo", None)
     if "memory_limit" in common:
         limit = _memory_limit_mb(common.pop("memory_limit"), (*origin, "memory_limit"), errors)
         if "gpu_memory_limit_mb" in common:
@@ -570,6 +572,8 @@ def _build_unit(
         _pydantic_errors(exc, origin, errors, unit_name)
         # Unvalidated, so that the unit's common keys are still checked below.
         kwargs["options"] = app.options.model_construct(**options)
+    slo_value = slo_value if has_slo else list(app.default_slos(kwargs["options"]))
+    kwargs["slo"] = _parse_slo_field(slo_value, app, (*origin, "slo"), errors)
     try:
         built = Application(**kwargs)
     except ValidationError as exc:

@@ -9,7 +9,7 @@ from typing import Any
 from benchmarks.metrics import THRESHOLD_SCALES
 from benchmarks.results import QualityFigure, format_quality, format_shares
 from benchmarks.spec.model import parse_slo
-from benchmarks.sweep.model import Sweep
+from benchmarks.sweep.model import SOLO_SCHEDULER, Sweep
 
 # Everything below this line of the Markdown is written by hand; ``--summarize`` keeps it.
 HAND_WRITTEN_MARKER = "<!-- Written by hand below this line: summarize keeps it as it is. -->"
@@ -267,6 +267,9 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
     if any(text != NO_PARAMETERS for text in settings.values()):
         lines += ["", "Scheduler settings as run (from each run's result):", ""]
         lines += [f"- {scheduler}: {text}" for scheduler, text in settings.items()]
+    lines += _solo_note(
+        {a["solo_scheduler"] for s in per.values() for a in s["apps"].values() if a.get("solo_scheduler")}
+    )
     lines += [
         "",
         "| application | scheduler | SLO | attainment [95 % CI] (solo) | claim | attainment at SLO x "
@@ -295,6 +298,24 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
                 f"| {share} | {quality} |"
             )
     return lines
+
+
+def _solo_note(schedulers: set[str]) -> list[str]:
+    """Return the line that says which scheduler the solo runs ran under (none without solo runs)."""
+    if not schedulers:
+        return []
+    if schedulers == {SOLO_SCHEDULER}:
+        return [
+            "",
+            f"Solo: each application alone at this level, under {SOLO_SCHEDULER} whatever the schedulers "
+            "compared (a baseline none of them changes).",
+        ]
+    return [
+        "",
+        f"Solo: each application alone at this level, under {' and '.join(sorted(schedulers))}: these solo "
+        f"runs did not use {SOLO_SCHEDULER}, so that scheduler may have changed the baseline (rerun them "
+        f"for {SOLO_SCHEDULER} solos).",
+    ]
 
 
 def _settings_text(groups: Sequence[Mapping[str, Any]]) -> str:

@@ -27,6 +27,11 @@ from benchmarks.spec.yaml_text import read_yaml_document
 MAX_LEVELS = 50
 MAX_REPEATS = 100
 MAX_WORKFLOWS = 20
+# The scheduler every solo run uses, whatever the sweep lists: an application alone has nobody to share
+# with, and a baseline must not depend on the schedulers it is compared with (credit holds a lone
+# application by its own pressure and its starvation guard, which greedy never does).
+SOLO_SCHEDULER = "greedy"
+
 # Node names a sweep file may list (solo:, kernel_trace:).
 MAX_SOLO_NODES = 320
 # A scheduler entry's own label: a name that may hold dots (credit-0.3).
@@ -285,8 +290,13 @@ class Sweep:
         return self.spec.labels
 
     def scheduler(self, label: str) -> tuple[str, dict[str, Any]]:
-        """Return the registered name and the parameters of the scheduler with this label."""
-        entry = next(s for s in self.spec.schedulers if s.key == label)
+        """Return the registered name and the parameters of the scheduler with this label (the solo
+        runs' ``SOLO_SCHEDULER`` too, listed or not)."""
+        entry = next((s for s in self.spec.schedulers if s.key == label), None)
+        if entry is None and label == SOLO_SCHEDULER:
+            return SOLO_SCHEDULER, {}
+        if entry is None:
+            raise KeyError(f"no scheduler labelled '{label}' in the sweep")
         return entry.name, entry.params
 
     def solo_nodes(self, workflow: str) -> list[str]:

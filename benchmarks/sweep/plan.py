@@ -1,13 +1,13 @@
 """Which steps a sweep runs, in order, given what its state already holds.
 
-Without ``search:`` a sweep is a grid: at every level, each application alone (``solo: true``), then
-every workflow under every scheduler. With ``search:`` the first scheduler walks the searched
-workflow's levels from the lowest up until its mean attainment falls below its threshold: that level
-is the *knee*, the level of the tables (the last level when it never falls). At the knee: each
-application alone, every workflow under every scheduler. Then each other scheduler finds its own
-break level, walking from the knee (up while it meets its threshold, down while it does not), and each
-application of the searched workflow runs alone at a break level above the knee (whether the load
-itself, not the sharing, is too much there). Repeats (runs 2..N at the table levels) come last, so a
+Without ``search:`` a sweep is a grid: at every level, each application alone (``solo: true``; always
+under greedy, ``SOLO_SCHEDULER``), then every workflow under every scheduler. With ``search:`` the first
+scheduler walks the searched workflow's levels from the lowest up until its mean attainment falls below
+its threshold: that level is the *knee*, the level of the tables (the last level when it never falls).
+At the knee: each application alone, every workflow under every scheduler. Then each other scheduler
+finds its own break level, walking from the knee (up while it meets its threshold, down while it does
+not), and each application of the searched workflow runs alone at a break level above the knee (whether
+the load itself, not the sharing, is too much there). Repeats (runs 2..N at the table levels) come last, so a
 sweep short of time still has every figure once.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from benchmarks.sweep.model import Level, Sweep
+from benchmarks.sweep.model import SOLO_SCHEDULER, Level, Sweep
 from benchmarks.sweep.state import State, Step, SweepError
 
 
@@ -124,6 +124,12 @@ def first_run(sweep: Sweep, workflow: str, level: str, scheduler: str, repeat: i
     return Step(workflow, kind, level, scheduler, repeat=repeat)
 
 
+def solo_step(workflow: str, level: str, node: str) -> Step:
+    """Return the run of one node of a workflow alone at a level: under ``SOLO_SCHEDULER`` (greedy),
+    whatever schedulers the sweep compares."""
+    return Step(workflow, "solo", level, SOLO_SCHEDULER, node)
+
+
 def plan(sweep: Sweep, state: State) -> Iterator[Step]:
     """Yield the sweep's steps in order, up to the first walk step not run yet while the knee is unknown."""
     first = sweep.schedulers[0]
@@ -142,7 +148,7 @@ def plan(sweep: Sweep, state: State) -> Iterator[Step]:
     for level in levels:
         for name in sweep.base:
             for node in sweep.solo_nodes(name):
-                yield Step(name, "solo", level.name, first, node)
+                yield solo_step(name, level.name, node)
             for scheduler in sweep.schedulers:
                 step = first_run(sweep, name, level.name, scheduler)
                 if step.kind == "mix":
@@ -172,7 +178,7 @@ def _break_steps(sweep: Sweep, state: State, found: Level) -> Iterator[Step]:
             above.append(broke)
     for level in above:
         for node in sweep.solo_nodes(sweep.search_workflow):
-            yield Step(sweep.search_workflow, "solo", level.name, sweep.schedulers[0], node)
+            yield solo_step(sweep.search_workflow, level.name, node)
 
 
 def pending(sweep: Sweep, state: State) -> list[Step]:

@@ -22,9 +22,9 @@ from benchmarks.results import scheduler_settings, void_reasons
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
 from benchmarks.sweep.model import Level, Sweep
-from benchmarks.sweep.plan import first_run, scheduler_walk, table_levels
+from benchmarks.sweep.plan import first_run, scheduler_walk, solo_step, table_levels
 from benchmarks.sweep.plots import attainment_plot, sm_activity_plot
-from benchmarks.sweep.state import State, Step, SweepError
+from benchmarks.sweep.state import State, SweepError
 
 Run = tuple[dict[str, Any], Path]  # a result document and its bundle folder
 Void = tuple[int, str, dict[str, Any]]  # a void run: its number (1-based), why, its result document
@@ -67,8 +67,13 @@ def _app_summary(
         # Pooled like the latencies (bundles written before results had quality figures get them too).
         "quality": quality_figures(requests, app_type.quality) if app_type else {},
         "gpu_time_share_pct": _mean(gpu_shares),
+        # Seconds the scheduler's gate held the application back, the mean over its runs (None: no run
+        # recorded it).
+        "gate_wait_s": _mean([app.get("gate_wait_s") for app in runs]),
     }
     if solo is not None:
+        # The scheduler the solo run ran under, read from its result rather than assumed.
+        out["solo_scheduler"] = solo.get("solo_scheduler")
         out["solo_attainment"] = solo["slo_attainment"]
         out["solo_gpu_time_share_pct"] = solo.get("gpu_time_share_pct")
         out["slowdown_vs_solo"] = {
@@ -269,14 +274,18 @@ def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
     void solo run, ``run_void_reasons``, is no baseline)."""
     out = {}
     for node in sweep.base[name]["workflows"]:
-        step = Step(name, "solo", level, sweep.schedulers[0], node)
+        step = solo_step(name, level, node)
         solo = state.result(step)
         if solo and solo["applications"] and not run_void_reasons(solo):
             app = solo["applications"][0]
             entry = state.get(step)
             bundle = state.bundle_dir(entry) if entry is not None else None
             share = _gpu_shares(solo, TelemetryRecorder.load(bundle)) if bundle is not None else {}
-            out[node] = {**app, "gpu_time_share_pct": share.get(app["name"])}
+            out[node] = {
+                **app,
+                "gpu_time_share_pct": share.get(app["name"]),
+                "solo_scheduler": (solo.get("scheduler") or {}).get("name"),
+            }
     return out
 
 

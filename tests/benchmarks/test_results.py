@@ -120,7 +120,7 @@ def test_an_slo_is_matched_to_its_own_metric_not_one_that_shares_a_prefix() -> N
 def test_a_schema_1_bundle_is_read_with_its_slo_strings_as_structures(tmp_path: Path) -> None:
     shutil.copy(V1_BUNDLE, tmp_path / "result.json")
     doc = load_bundle(tmp_path)
-    assert doc.schema_version == SCHEMA_VERSION == 3
+    assert doc.schema_version == SCHEMA_VERSION == 4
     chat, nap = doc.applications
     assert chat.slo == [
         SLO(metric="e2e", op="<=", threshold_s=1.0),
@@ -140,7 +140,7 @@ def test_a_schema_2_bundle_is_read_with_no_quality_figures(tmp_path: Path) -> No
     assert all("quality" not in app for app in raw["applications"])
     (tmp_path / "result.json").write_text(json.dumps({**raw, "schema_version": 2}))
     doc = load_bundle(tmp_path)
-    assert doc.schema_version == 3
+    assert doc.schema_version == 4
     assert [a.quality for a in doc.applications] == [{}, {}]
     assert quality_table(doc.applications) == []
 
@@ -153,7 +153,7 @@ def test_a_schema_2_bundle_is_read_with_fairness_recomputed_from_its_application
     assert raw["schema_version"] == 2 and raw["fairness"] == pytest.approx(0.50008, abs=1e-5)
     shutil.copy(V2_BUNDLE, tmp_path / "result.json")
     doc = load_bundle(tmp_path)
-    assert doc.schema_version == 3
+    assert doc.schema_version == 4
     # chat met every SLO, nap none: Jain over (1, 0).
     assert [a.slo_attainment for a in doc.applications] == [1.0, 0.0]
     assert doc.fairness == 0.5
@@ -161,6 +161,20 @@ def test_a_schema_2_bundle_is_read_with_fairness_recomputed_from_its_application
     assert [a.requests_requested for a in doc.applications] == [a.requests_counted for a in doc.applications]
     assert doc.requests_requested == doc.requests_served == 3
     assert doc.mean_attainment == raw["mean_attainment"]
+
+
+def test_a_schema_3_bundle_is_read_with_its_gate_waits_not_recorded(tmp_path: Path) -> None:
+    raw = ResultDocument.model_validate(json.loads(V2_BUNDLE.read_text())).model_dump(
+        mode="json", exclude_unset=True
+    )
+    assert all("gate_wait_s" not in app for app in raw["applications"])
+    (tmp_path / "result.json").write_text(json.dumps({**raw, "schema_version": 3}))
+    doc = load_bundle(tmp_path)
+    assert doc.schema_version == 4 and [a.gate_wait_s for a in doc.applications] == [None, None]
+    # Everything else reads as it was written.
+    assert doc.model_dump(mode="json", exclude={"schema_version"}) == ResultDocument.model_validate(
+        raw
+    ).model_dump(mode="json", exclude={"schema_version"})
 
 
 def test_the_headline_says_partial_with_what_was_served_and_no_slos_when_there_are_none() -> None:
@@ -191,7 +205,7 @@ def test_a_schema_1_bundle_with_a_malformed_slo_is_refused_with_the_slo_named(tm
 
 def test_an_unknown_schema_version_is_refused() -> None:
     raw = json.loads(V1_BUNDLE.read_text())
-    raw["schema_version"] = 4
+    raw["schema_version"] = 5
     with pytest.raises(ValidationError, match="schema_version"):
         ResultDocument.model_validate(raw)
 
@@ -200,7 +214,7 @@ def test_write_bundle_writes_slos_as_metric_op_and_threshold_and_reads_back_equa
     doc = ResultDocument.model_validate(json.loads(V1_BUNDLE.read_text()))
     write_bundle(doc, tmp_path / "b")
     written = json.loads((tmp_path / "b" / "result.json").read_text())
-    assert written["schema_version"] == 3
+    assert written["schema_version"] == 4
     assert written["applications"][0]["slo"] == [
         {"metric": "e2e", "op": "<=", "threshold_s": 1.0},
         {"metric": "step", "op": "<", "threshold_s": 0.25},

@@ -63,7 +63,9 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
             "os => os.map(o => o.value)"
         )
         assert offered == (
-            ["greedy", "partition", "credit", "credit-mps"] if gpus() else ["greedy", "credit"]
+            ["greedy", "partition", "priority", "credit", "credit-mps"]
+            if gpus()
+            else ["greedy", "priority", "credit"]
         )
         with page.expect_navigation():
             page.locator("#launch").click()

@@ -27,10 +27,11 @@ class CountingGate:
         self.steps: Counter[str] = Counter()
         self.open: str | None = None
 
-    def acquire(self, app: str, kind: str) -> None:
+    def acquire(self, app: str, kind: str) -> float:
         assert self.open is None, f"step '{kind}' started while '{self.open}' was still open"
         self.open = kind
         self.steps[kind] += 1
+        return 0.0
 
     def release(self, app: str, kind: str) -> None:
         assert self.open == kind, f"released '{kind}' but '{self.open}' was open"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from benchmarks.apps.base import RequestFailed, RequestRecord
@@ -170,3 +173,126 @@ def test_quality_counts_the_images_the_denoising_steps_per_second_the_attention_
         "finite_images": {"value": 0.5, "unit": "fraction", "count": 2},
     }
     assert quality_figures([], APP.quality) == {}
+
+
+# Two units for the gate tests: the images (low priority, so that a pressured chat holds them back
+# under credit) and a chat whose steps the test takes by hand on its real gate.
+HELD = """
+images:
+  type: ImageGen
+  model: sd-tiny@random
+  num_requests: 1
+  steps: 4
+  height: 64
+  width: 64
+  guidance_scale: 1
+  device: cpu
+  priority: low
+chat:
+  type: Synthetic
+  priority: high
+  slo: ["e2e<=1s"]
+  device: cpu
+workflows:
+  images: {uses: images}
+  chat: {uses: chat}
+"""
+
+
+class ChatTakesTheDeviceAtStep:
+    """The images' real gate, with one addition: when the images ask for their ``at``-th denoising
+    step, the chat (high priority, pressured: no request measured yet) starts a step on its own real
+    gate and holds it ``hold_s``. What the images then wait is decided by the scheduler's rule alone."""
+
+    def __init__(self, gate, chat_gate, at: int, hold_s: float) -> None:
+        self.gate, self.chat_gate, self.at, self.hold_s = gate, chat_gate, at, hold_s
+        self.denoise = 0
+        self.chat = None
+
+    def _chat_step(self, began) -> None:
+        self.chat_gate.acquire("chat", "step")
+        began.set()
+        time.sleep(self.hold_s)
+        self.chat_gate.release("chat", "step")
+
+    def acquire(self, app: str, kind: str) -> float:
+        if kind == "denoise":
+            self.denoise += 1
+            if self.denoise == self.at:
+                began = threading.Event()
+                self.chat = threading.Thread(target=self._chat_step, args=(began,))
+                self.chat.start()
+                assert began.wait(10)
+        return self.gate.acquire(app, kind)
+
+    def release(self, app: str, kind: str) -> None:
+        self.gate.release(app, kind)
+
+
+def _image_with_chat_holding_the_device(scheduler_name: str, tmp_path):
+    """Generate one image while the chat takes the device for 1 s before its second denoising step,
+    under ``scheduler_name``; return the image's record and the seconds its driver says were held."""
+    from benchmarks.apps.base import AppContext
+    from benchmarks.apps.imagegen import ImageGenDriver
+    from benchmarks.schedulers import get_scheduler
+    from benchmarks.schedulers.base import NodePlan
+    from benchmarks.spec.load import load_yaml
+
+    workflow = load_yaml(HELD, name="t")
+    plans = {
+        "images": NodePlan("images", "images", "cpu", "low", None, False),
+        "chat": NodePlan("chat", "chat", "cpu", "high", None, False),
+    }
+    scheduler = get_scheduler(scheduler_name)
+    scheduler.start(workflow, plans)
+    try:
+        chat_gate = scheduler.gate_for(plans["chat"]).open()
+        gate = ChatTakesTheDeviceAtStep(scheduler.gate_for(plans["images"]).open(), chat_gate, 2, 1.0)
+        events: list = []
+        ctx = AppContext(
+            node="images",
+            emit=lambda kind, **f: events.append((kind, f)),
+            gate=gate,
+            stop_requested=lambda: False,
+            device="cpu",
+            out_dir=tmp_path / "artifacts",
+            seed=0,
+        )
+        driver = ImageGenDriver(workflow.applications["images"], ctx)
+        try:
+            driver.load()
+            driver.run()
+        finally:
+            driver.close()
+        gate.chat.join()
+        (record,) = [f["record"] for kind, f in events if kind == "request_end"]
+        return record, driver.gate_wait_s()
+    finally:
+        scheduler.stop()
+
+
+@pytest.mark.models
+def test_under_credit_a_second_held_at_the_gate_is_in_the_step_times_and_in_gate_wait(tmp_path):
+    record, total = _image_with_chat_holding_the_device("credit", tmp_path)
+    held = record["metrics"]["gate_wait"]
+    assert 0.95 <= held < 1.6 and total == pytest.approx(held)
+    steps = record["series"]["step"]
+    # The second step starts when the first ends: the hold before it is in it.
+    assert steps[1] >= held and max(steps[:1] + steps[2:]) < 0.5
+    m = record["metrics"]
+    assert m["step"] == pytest.approx(sum(steps) / 4)
+    assert m["image"] >= m["text_encode"] + sum(steps) + m["vae_decode"]
+
+
+@pytest.mark.models
+def test_under_greedy_the_same_image_shows_no_gate_wait(tmp_path):
+    record, total = _image_with_chat_holding_the_device("greedy", tmp_path)
+    assert record["metrics"]["gate_wait"] == 0.0 and total == 0.0
+    assert max(record["series"]["step"]) < 0.5
+
+
+def test_an_images_default_slos_are_its_step_and_the_whole_image_at_steps_times_the_step_slo(make_unit):
+    unit = make_unit(IMAGEGEN.format(model="sd-tiny@random"))
+    assert [(s.metric, s.threshold_s) for s in unit.slo] == [("step", 1.0), ("image", 10.0)]
+    given = make_unit(IMAGEGEN.format(model="sd-tiny@random") + '  slo: ["step<=0.25s"]\n')
+    assert [(s.metric, s.threshold_s) for s in given.slo] == [("step", 0.25)]

@@ -299,10 +299,12 @@ class HeldGate:
         self.released = 0
         self.seen: set[tuple[str, str]] = set()
 
-    def acquire(self, app: str, kind: str) -> None:
+    def acquire(self, app: str, kind: str) -> float:
         self.asked += 1
         self.seen.add((app, kind))
+        began = time.monotonic()
         self.admit.wait(60)
+        return time.monotonic() - began
 
     def release(self, app: str, kind: str) -> None:
         self.released += 1
@@ -347,6 +349,8 @@ def test_a_gated_server_decodes_nothing_until_its_gate_admits_the_batch(tmp_path
         # The prompt's step, then one step per token decoded after the first; every one released.
         assert gate.asked == gate.released == driver.bridge.steps >= 4  # type: ignore[union-attr]
         assert gate.seen == {("serve", server_app.BATCH_STEP)}
+        # The server's node reports what the gate held its batches: the first one, over half a second.
+        assert 0.5 <= driver.gate_wait_s() < 60
     finally:
         driver.close()
     assert gone(loaded["pid"])

@@ -209,3 +209,29 @@ def test_a_new_slot_has_full_burst_and_has_never_run() -> None:
     assert tab.get(0, ledger.BUCKET) == P.burst_s
     assert tab.get(0, ledger.LAST_RELEASE) == -math.inf
     assert not ledger.is_active(tab, 0, 3.0, P)
+
+
+# -- static priority (the priority scheduler's rule) ------------------------------------------------
+
+
+def test_static_priority_admits_high_at_once_and_holds_each_class_behind_any_active_more_urgent_one() -> None:
+    # Pressures do not enter the rule: the HIGH app has slack (credit would lend to LOW), yet LOW waits.
+    tab = table((Priority.HIGH, 0.0), (Priority.MEDIUM, 0.0), (Priority.LOW, 0.0))
+    hold_running(tab, 0)
+    assert ledger.decide_by_priority(tab, 0, 1.0, 0.0, P) is Grant.RESERVED
+    assert ledger.decide_by_priority(tab, 1, 1.0, 0.0, P) is Grant.WAIT
+    assert ledger.decide_by_priority(tab, 2, 1.0, 0.0, P) is Grant.WAIT
+    ledger.end_step(tab, 0, 1.0, 0.5)
+    # Within linger_s of its last step the HIGH app is still active; after it, the device is free.
+    assert ledger.decide_by_priority(tab, 1, 1.0 + P.linger_s / 2, 0.0, P) is Grant.WAIT
+    assert ledger.decide_by_priority(tab, 1, 1.0 + 2 * P.linger_s, 0.0, P) is Grant.LENT
+    hold_running(tab, 1)
+    assert ledger.decide_by_priority(tab, 2, 2.0, 0.0, P) is Grant.WAIT
+    assert ledger.decide_by_priority(tab, 2, 2.0, P.max_wait_s, P) is Grant.FORCED
+
+
+def test_static_priority_does_not_order_one_class_nor_hold_across_devices() -> None:
+    tab = table((Priority.MEDIUM, 5.0), (Priority.MEDIUM, 0.0), (Priority.HIGH, 0.0, "cpu"))
+    hold_running(tab, 0)
+    hold_running(tab, 2)
+    assert ledger.decide_by_priority(tab, 1, 1.0, 0.0, P) is Grant.LENT

@@ -100,5 +100,11 @@ def test_a_label_names_the_parameters_that_differ_from_the_defaults() -> None:
 def test_a_platform_without_an_nvidia_gpu_runs_no_mps_scheduler() -> None:
     from benchmarks.schedulers import schedulers_for
 
-    assert schedulers_for([]) == ["greedy", "credit"]
-    assert schedulers_for([{"name": "NVIDIA H200"}]) == ["greedy", "partition", "credit", "credit-mps"]
+    assert schedulers_for([]) == ["greedy", "priority", "credit"]
+    assert schedulers_for([{"name": "NVIDIA H200"}]) == [
+        "greedy",
+        "partition",
+        "priority",
+        "credit",
+        "credit-mps",
+    ]

@@ -53,8 +53,8 @@ def test_an_unknown_parameter_is_reported_with_a_suggestion_beside_other_problem
 def test_a_scheduler_mapping_without_a_known_name_is_an_error() -> None:
     assert "needs 'name'" in problems("scheduler: {pressure_threshold: 0.4}\n" + UNIT)[0]
     assert problems("scheduler: {name: credt}\n" + UNIT) == [
-        "line 1: scheduler.name: unknown scheduler 'credt'; known: greedy, partition, credit, credit-mps "
-        "(did you mean 'credit'?)"
+        "line 1: scheduler.name: unknown scheduler 'credt'; known: greedy, partition, priority, credit, "
+        "credit-mps (did you mean 'credit'?)"
     ]
 
 

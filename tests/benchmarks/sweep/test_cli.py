@@ -170,3 +170,37 @@ def test_a_grid_runs_each_scheduler_entry_with_its_parameters_and_its_bundle_rec
     tables = json.loads((state / "grid.json").read_text())
     assert list(tables["workflows"]["w"]) == ["credit-0.3", "credit(pressure_threshold=0.6)"]
     assert "| credit(pressure_threshold=0.6) | 1 |" in (state / "grid.md").read_text()
+
+
+def test_solo_runs_of_a_sweep_listing_credit_first_run_under_greedy_and_the_summary_says_so(tmp_path):
+    (tmp_path / "w.yml").write_text(
+        "naps:\n  type: Sleep\n  num_requests: 2\n  sleep_time: 0.01\n  slo: ['e2e<=1s']\n"
+        "dozes:\n  type: Sleep\n  num_requests: 1\n  sleep_time: 0.01\n  priority: low\n"
+        "workflows:\n  nap: {uses: naps}\n  doze: {uses: dozes}\n"
+    )
+    sweep = tmp_path / "alone.yml"
+    sweep.write_text(
+        "name: alone\nworkflows: {w: w.yml}\nschedulers: [credit]\nsolo: true\n"
+        "levels:\n  - {name: low, load: naps}\n"
+    )
+    state = tmp_path / "state"
+    assert main(["sweep", str(sweep), "--state", str(state)]) == 0
+    steps = json.loads((state / "state.json").read_text())["steps"]
+    assert list(steps) == ["w/solo/low/nap", "w/solo/low/doze", "w/mix/low/credit"]
+    for key in ("w/solo/low/nap", "w/solo/low/doze"):
+        assert steps[key]["scheduler"] == "greedy"
+        result = json.loads((state / steps[key]["bundle"] / "result.json").read_text())
+        assert result["scheduler"]["name"] == "greedy" and result["applications"][0]["gate_wait_s"] == 0.0
+    mixed = json.loads((state / steps["w/mix/low/credit"]["bundle"] / "result.json").read_text())
+    assert mixed["scheduler"]["name"] == "credit"
+    assert main(["sweep", str(sweep), "--state", str(state), "--summarize"]) == 0
+    credit = json.loads((state / "alone.json").read_text())["workflows"]["w"]["credit"]
+    assert (
+        credit["apps"]["nap"]["solo_scheduler"] == "greedy"
+        and credit["apps"]["nap"]["solo_attainment"] == 1.0
+    )
+    assert credit["apps"]["nap"]["gate_wait_s"] is not None
+    assert (
+        "Solo: each application alone at this level, under greedy whatever"
+        in (state / "alone.md").read_text()
+    )

@@ -163,15 +163,15 @@ def test_the_launch_form_refuses_an_mps_scheduler_on_a_platform_without_an_nvidi
     client.force_login(alice)
     page = client.get(f"/runs/launch/{workflow.pk}/")
     support = page.context["form"].scheduler_support
-    assert support[str(cpu.pk)] == ["greedy", "credit"]
-    assert support[str(gpu.pk)] == ["greedy", "partition", "credit", "credit-mps"]
+    assert support[str(cpu.pk)] == ["greedy", "priority", "credit"]
+    assert support[str(gpu.pk)] == ["greedy", "partition", "priority", "credit", "credit-mps"]
     assert 'id="scheduler-support"' in page.content.decode()
     data = {"version": version_latest(workflow=workflow).pk, "repeats": 1, "platform": cpu.pk}
     refused = client.post(f"/runs/launch/{workflow.pk}/", {**data, "scheduler": "partition"})
     assert refused.status_code == 400
     assert refused.context["form"].errors["scheduler"] == [
         "partition needs an NVIDIA GPU (it uses NVIDIA MPS) and cpu-box (EPYC) has none; "
-        "choose one of: greedy, credit"
+        "choose one of: greedy, priority, credit"
     ]
     assert not Run.objects.exists()
     assert client.post(f"/runs/launch/{workflow.pk}/", {**data, "scheduler": "credit"}).status_code == 302
@@ -185,7 +185,11 @@ def test_under_the_local_executor_the_launch_form_offers_what_this_machine_runs(
 
     settings.CB_RUN_EXECUTOR = "local"
     form = RunLaunchForm(workflow=make_workflow(alice))
-    expected = ["greedy", "partition", "credit", "credit-mps"] if gpus() else ["greedy", "credit"]
+    expected = (
+        ["greedy", "partition", "priority", "credit", "credit-mps"]
+        if gpus()
+        else ["greedy", "priority", "credit"]
+    )
     assert form.scheduler_support == {"": expected}
 
 
