@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from statistics import NormalDist
 from typing import Any, Generic, TypeVar
 
 from benchmarks.spec.model import SLO
@@ -352,17 +353,19 @@ EARLY_STOPPING_CONFIDENCE = 0.99
 
 
 def proportion_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Return the Wilson score interval of a proportion ``successes / trials`` at ``confidence``
-    (scipy's ``binomtest(...).proportion_ci(method="wilson")``), always inside [0, 1]; None for no
-    trials. Raises ValueError for counts out of range."""
+    """Return the Wilson score interval of a proportion ``successes / trials`` at ``confidence`` (the
+    same as scipy's ``binomtest(...).proportion_ci(method="wilson")``, in closed form: every run's
+    table shows it, and the GPU machines need no scipy), always inside [0, 1]; None for no trials.
+    Raises ValueError for counts out of range."""
     if trials < 0 or not 0 <= successes <= max(trials, 0):
         raise ValueError(f"{successes} successes out of {trials} trials")
     if trials == 0:
         return None
-    from scipy.stats import binomtest  # scipy loads in ~0.3 s: only when an interval is asked for
-
-    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
-    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p, n = successes / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def requests_needed(misses: int, percentile: float, confidence: float = EARLY_STOPPING_CONFIDENCE) -> int:

@@ -195,7 +195,7 @@ def test_the_starvation_curve_runs_each_k_three_times_untraced(tmp_path):
     sweep = load_sweep(STUDIES / "captions-starvation.yml")
     steps = [f"{s.workflow}/{s.scheduler}" for s in plan(sweep, State(tmp_path))]
     assert sorted(set(steps)) == sorted(f"b{k}/greedy" for k in (8, 10, 12, 14, 16))
-    assert len(steps) == 15 and not sweep.kernel_trace
+    assert len(steps) == 15 and not sweep.spec.kernel_trace
     for name, data in sweep.base.items():
         busy = [n for n in data["workflows"] if n.startswith("busy-")]
         # K busy processes, each its own node (its own CUDA context), in the background.
@@ -214,3 +214,26 @@ def test_cpu_smoke_runs_the_starvation_curve_to_its_summary(tmp_path, capsys):
     assert sorted(summary["workflows"]) == sorted(f"b{k}" for k in (8, 10, 12, 14, 16))
     for per in summary["workflows"].values():
         assert per["greedy"]["runs"] == 1 and 0 <= per["greedy"]["mean_attainment"] <= 1
+
+
+def test_the_capacity_grid_raises_only_the_chat_sessions_under_greedy_priority_and_credit(tmp_path):
+    sweep = load_sweep(STUDIES / "capacity-mix.yml")
+    steps = [f"{s.workflow}/{s.level}/{s.scheduler}" for s in plan(sweep, State(tmp_path))]
+    first = [f"mix/C{c}/{s}" for c in (2, 4, 8) for s in ("greedy", "priority", "credit")]
+    assert steps[:9] == first and len(steps) == 9 * 5
+    for level in sweep.spec.levels:
+        assert level.types["ImageGen"] == {"concurrency": 2, "num_requests": 3}
+        assert level.types["Chatbot"]["concurrency"] == int(level.name[1:])
+
+
+@pytest.mark.models
+def test_cpu_smoke_runs_the_capacity_grid_to_its_summary(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CB_CACHE_DIR", str(tmp_path / "cache"))
+    state = tmp_path / "state"
+    smoke = ["sweep", str(STUDIES / "capacity-mix.yml"), "--cpu-smoke", "--repeats", "1"]
+    assert main([*smoke, "--state", str(state)]) == 0
+    capsys.readouterr()
+    assert main([*smoke, "--state", str(state), "--summarize"]) == 0
+    per = json.loads((state / "h200-capacity-mix.json").read_text())["workflows"]["mix"]
+    assert list(per) == ["greedy", "priority", "credit"]
+    assert all(per[s]["runs"] == 1 for s in per)
