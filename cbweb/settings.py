@@ -118,12 +118,14 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE",
 CB_DB_STATEMENT_TIMEOUT_MS = env.int("CB_DB_STATEMENT_TIMEOUT_MS", default=0)
 if CB_DB_STATEMENT_TIMEOUT_MS < 0:
     raise environ.ImproperlyConfigured(
-        f"CB_DB_STATEMENT_TIMEOUT_MS={CB_DB_STATEMENT_TIMEOUT_MS} must be 0 (no limit) or a number of milliseconds"
+        f"CB_DB_STATEMENT_TIMEOUT_MS={CB_DB_STATEMENT_TIMEOUT_MS} must be 0 (no limit) or milliseconds"
     )
 if CB_DB_STATEMENT_TIMEOUT_MS and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A libpq start-up option: set once per connection, no query per request.
     _options = DATABASES["default"].setdefault("OPTIONS", {})
-    _options["options"] = f"{_options.get('options', '')} -c statement_timeout={CB_DB_STATEMENT_TIMEOUT_MS}".strip()
+    _options["options"] = (
+        f"{_options.get('options', '')} -c statement_timeout={CB_DB_STATEMENT_TIMEOUT_MS}".strip()
+    )
 
 # --------------------------------------------------------------------------------------------------
 # Static files and run bundles

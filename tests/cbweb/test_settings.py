@@ -79,7 +79,10 @@ def test_a_statement_over_the_database_statement_timeout_is_cancelled_by_postgre
 
 
 def test_the_statement_timeout_applies_to_postgresql_only_and_keeps_the_url_options() -> None:
-    code = "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {}).get('options'))"
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.DATABASES['default'].get('OPTIONS', {}).get('options'))"
+    )
     sqlite = _run_settings_code(code, DATABASE_URL="sqlite:///:memory:", CB_DB_STATEMENT_TIMEOUT_MS="5000")
     assert sqlite.stdout.strip() == "None", sqlite.stderr[-2000:]
     url = "postgres://u@127.0.0.1:9/db?options=-c%20lock_timeout%3D1000"
