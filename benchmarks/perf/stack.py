@@ -12,9 +12,9 @@ The settings are the production example's (``.env.production.example``) with the
 wiring on top; only addresses, the secret key and the results folder are this machine's.
 The shared PostgreSQL and Redis of the machine are never touched.
 
-Used by the deployment tests (tests/security/test_stack.py) and ``python -m benchmarks.perf.web_load``.
-Standard library and PyYAML only: the engine imports no web framework, and this module starts the web
-side as programs.
+Used by the deployment tests (tests/security/test_deployment_stack.py), the fault tests (their private
+servers) and ``python -m benchmarks.perf.web_load``. Standard library and PyYAML only: the engine
+imports no web framework, and this module starts the web side as programs.
 """
 
 from __future__ import annotations
