@@ -142,6 +142,16 @@ def test_consumerbench_submit_through_the_proxy_waits_for_a_successful_run(
 
 
 @pytest.mark.stack
+def test_web_and_worker_connections_carry_their_statement_timeouts(stack: Stack) -> None:
+    show = (
+        "from django.db import connection as c; k = c.cursor(); "
+        "k.execute('SHOW statement_timeout'); print(k.fetchone()[0])"
+    )
+    assert stack.manage("shell", "-c", show).split()[-1] == "10s"
+    assert stack.manage("shell", "-c", show, env=stack.worker_env).split()[-1] == "5min"
+
+
+@pytest.mark.stack
 def test_the_proxys_plain_http_port_only_redirects_to_https(stack: Stack) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", stack.http_port, timeout=30)
     connection.request("GET", "/api/v1/runs/", headers={"Host": "127.0.0.1"})
