@@ -68,6 +68,8 @@ MIDDLEWARE = [
     # First: a body over CB_MAX_REQUEST_BYTES is refused before the CSRF check reads it, a path over
     # CB_MAX_PATH_CHARS before a URL pattern is tried on it.
     "cbweb.middleware.RequestSizeLimitMiddleware",
+    # A statement cancelled by CB_DB_STATEMENT_TIMEOUT_MS: 503 with Retry-After, not a server error.
+    "cbweb.middleware.StatementTimeoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
