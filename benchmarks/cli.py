@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -31,6 +32,7 @@ from benchmarks.progress import RunProgress
 from benchmarks.results import (
     ATTAINMENT_OF_REQUESTED,
     ResultDocument,
+    SloRow,
     accelerators,
     default_out_dir,
     headline,
@@ -482,6 +484,12 @@ class Progress:
         self.drawn = True
 
 
+def _interval(row: SloRow) -> str:
+    """Return " [41-93 %]": the 95 % interval of a row's attainment, or nothing when it has none."""
+    d = row.attainment_detail
+    return "" if d is None else f" [{100 * d.low:.0f}-{100 * d.high:.0f} %]"
+
+
 def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
     figure (when any application has one), then the run's figures and where each node ran (its
@@ -497,7 +505,9 @@ def summary_table(result: ResultDocument) -> str:
                 row.type if row.first else "",
                 status[row.application] if row.first else "",
                 f"{row.requests_counted}/{row.requests_requested}" if row.first else "",
-                ("no SLOs" if att is None else f"{att:.0%}{of_requested}") if row.first else "",
+                ("no SLOs" if att is None else f"{att:.0%}{_interval(row)}{of_requested}")
+                if row.first
+                else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),
@@ -651,14 +661,20 @@ def _replace_bundle(out: Path, new: Path) -> None:
 
 def _write_repeat_summary(results: list[ResultDocument], out: Path) -> None:
     summary: dict[str, Any] = {"repetitions": len(results)}
-    print(f"\nover {len(results)} repetitions (mean ± 95 % CI):")
-    for key in ("mean_attainment", "fairness", "makespan_s"):
+    print(f"\nover {len(results)} repetitions (mean [95 % CI, cut to the figure's range]):")
+    for key, bounds in (
+        ("mean_attainment", (0.0, 1.0)),
+        ("fairness", (0.0, 1.0)),
+        ("makespan_s", (0.0, math.inf)),
+    ):
         values = [v for r in results if (v := getattr(r, key)) is not None]
-        if not values:
+        e = metrics.estimate(values, bounds=bounds, min_runs=2)
+        if e is None:
             continue
-        mean, half = metrics.mean_ci95(values)
-        summary[key] = {"mean": mean, "ci95_half_width": half, "values": values}
-        print(f"  {key:<16} {mean:.4f}" + (f" ± {half:.4f}" if half is not None else ""))
+        _, half = metrics.mean_ci95(values)
+        ci = None if e.low is None else [e.low, e.high]
+        summary[key] = {"mean": e.mean, "ci95_half_width": half, "ci95": ci, "values": values}
+        print(f"  {key:<16} {e.mean:.4f}" + (f" [{e.low:.4f}, {e.high:.4f}]" if ci else ""))
     partial = sum(r.partial() for r in results)
     if partial:
         print(f"  {partial} of {len(results)} partial: their attainment is {ATTAINMENT_OF_REQUESTED}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from benchmarks.spec.model import SLO
@@ -334,3 +335,146 @@ def rank_estimates(
         ranked.append(Ranked(key, est, 1 + better, tuple(ties)))
     ranked.extend(Ranked(k, None, None, ()) for k, e in entries if e is None)
     return ranked
+
+
+# --------------------------------------------------------------------------------------------------
+# An attainment's interval, its curve against the SLO threshold, and the claims it supports
+# --------------------------------------------------------------------------------------------------
+
+# The SLO thresholds' scales of the attainment curve: a verdict on a knife edge (attainment that moves
+# a lot between 0.9x and 1.1x) is visible at a glance.
+THRESHOLD_SCALES = (0.8, 0.9, 1.0, 1.1, 1.25)
+# The attainment goal a summary judges an application's attainment against when its sweep sets none
+# (a sweep's search threshold is its goal).
+DEFAULT_ATTAINMENT_GOAL = 0.9
+# The confidence of a "met" claim's early-stopping count, MLPerf LoadGen's (loadgen/early_stopping.cc).
+EARLY_STOPPING_CONFIDENCE = 0.99
+
+
+def proportion_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Return the Wilson score interval of a proportion ``successes / trials`` at ``confidence``
+    (scipy's ``binomtest(...).proportion_ci(method="wilson")``), always inside [0, 1]; None for no
+    trials. Raises ValueError for counts out of range."""
+    if trials < 0 or not 0 <= successes <= max(trials, 0):
+        raise ValueError(f"{successes} successes out of {trials} trials")
+    if trials == 0:
+        return None
+    from scipy.stats import binomtest  # scipy loads in ~0.3 s: only when an interval is asked for
+
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
+
+
+def requests_needed(misses: int, percentile: float, confidence: float = EARLY_STOPPING_CONFIDENCE) -> int:
+    """Return the fewest requests that support the claim "at least ``percentile`` (0-1) of requests meet
+    the SLO" when ``misses`` of them missed it: MLPerf LoadGen's early-stopping count, the smallest
+    n = h + misses whose one-sided binomial bound holds, P(Binom(n, 1 - percentile) <= misses) below
+    1 - confidence. With no miss, a p90 claim needs 44 requests and a p99 claim 459."""
+    if misses < 0 or not 0 < percentile < 1 or not 0 < confidence < 1:
+        raise ValueError("misses must not be negative and percentile and confidence must lie in (0, 1)")
+    from scipy.special import betainc
+
+    def passes(h: int) -> bool:
+        # P(at most ``misses`` misses in h + misses requests) = I_percentile(h, misses + 1).
+        return float(betainc(h, misses + 1, percentile)) < 1 - confidence
+
+    high = max(1, math.ceil(math.log(1 - confidence) / math.log(percentile)))
+    while not passes(high):
+        high *= 2
+    low = 1
+    while low < high:
+        mid = (low + high) // 2
+        if passes(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low + misses
+
+
+class Claim(StrEnum):
+    """What an interval says against a goal, or of one figure against another."""
+
+    MET = "met"  # the whole interval at or above the goal
+    MISSED = "missed"  # the whole interval below the goal
+    INCONCLUSIVE = "inconclusive"  # the interval holds the goal
+    BEATS = "beats"  # the intervals separate, this one above
+    TRAILS = "trails"  # the intervals separate, this one below
+    NOT_DISTINGUISHABLE = "not distinguishable"  # the intervals overlap
+
+
+def claim_against_goal(low: float, high: float, goal: float) -> Claim:
+    """Return "met" only when the interval's lower bound reaches ``goal``, "missed" when its upper
+    bound is below it, else "inconclusive"."""
+    if low >= goal:
+        return Claim.MET
+    if high < goal:
+        return Claim.MISSED
+    return Claim.INCONCLUSIVE
+
+
+def claim_between(interval: tuple[float, float], other: tuple[float, float]) -> Claim:
+    """Return "beats" only when ``interval`` lies entirely above ``other``, "trails" when entirely
+    below, else "not distinguishable"."""
+    if interval[0] > other[1]:
+        return Claim.BEATS
+    if interval[1] < other[0]:
+        return Claim.TRAILS
+    return Claim.NOT_DISTINGUISHABLE
+
+
+def scaled_slos(slos: Sequence[SLO], scale: float) -> list[SLO]:
+    """Return the SLOs with their thresholds multiplied by ``scale``."""
+    return [s.model_copy(update={"threshold_s": s.threshold_s * scale}) for s in slos]
+
+
+@dataclass(frozen=True)
+class Attainment:
+    """An application's SLO attainment over the requests due (asked for, or counted when more were
+    served): ``met`` of ``due``, its 95 % Wilson interval, and its curve, the attainment at each SLO
+    threshold scaled by ``THRESHOLD_SCALES`` (computed from the same requests' latencies)."""
+
+    met: int
+    due: int
+    low: float
+    high: float
+    curve: tuple[tuple[float, float], ...]
+
+    @property
+    def value(self) -> float:
+        """The attainment, met / due."""
+        return self.met / self.due
+
+    def claim(self, goal: float) -> Claim:
+        """Return what the interval says of "attainment >= ``goal``" (``claim_against_goal``)."""
+        return claim_against_goal(self.low, self.high, goal)
+
+    def requests_needed(self, goal: float) -> int | None:
+        """Return how many requests the claim "attainment >= ``goal``" needs with these misses
+        (``requests_needed``, MLPerf LoadGen's early stopping); None for a goal of 100 %, which no
+        finite number of requests supports."""
+        return requests_needed(self.due - self.met, goal) if goal < 1 else None
+
+    def too_few_for(self, goal: float) -> bool:
+        """Return whether the observed attainment claims ``goal`` (it is at least the goal) on fewer
+        requests than early stopping needs for it."""
+        needed = self.requests_needed(goal)
+        return self.value >= goal and (needed is None or self.due < needed)
+
+
+def attainment(
+    requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO], requested: int | None = None
+) -> Attainment | None:
+    """Return an application's ``Attainment`` from its requests (``application_metrics``' rules: over
+    the requests asked for, a request never served a miss); None without an SLO or a request due."""
+    rows = counted(requests)
+    due = len(rows) if requested is None else max(requested, len(rows))
+    if not slos or not due:
+        return None
+    curve = []
+    for scale in THRESHOLD_SCALES:
+        scaled = scaled_slos(slos, scale)
+        curve.append((scale, sum(1 for r in rows if request_slo_met(r, scaled)) / due))
+    met = sum(1 for r in rows if request_slo_met(r, slos))
+    interval = proportion_interval(met, due)
+    assert interval is not None
+    return Attainment(met, due, interval[0], interval[1], tuple(curve))

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchmarks.files import bundle_path
-from benchmarks.metrics import fairness
+from benchmarks.metrics import Attainment, attainment, fairness, not_finite
 from benchmarks.spec.model import SLO, parse_slo
 from benchmarks.status import NodeStatus, RequestStatus, RunStatus
 
@@ -303,6 +303,24 @@ def format_shares(settings: Mapping[str, Any]) -> str | None:
     )
 
 
+def void_reasons(result: Mapping[str, Any]) -> list[str]:
+    """Return why a run's figures are void, from a ``result.json`` mapping: a failed product check of
+    its MPS shares (its applications computed on wrong products), or applications whose outputs were
+    not all finite (a ``finite_*`` quality figure below 100 %). Empty for a sound run. A void run
+    leaves every mean of the summaries and of the compare page, listed with these reasons."""
+    reasons = []
+    checks = scheduler_settings(result).get("product_check") or {}
+    if failed := [share for share, status in checks.items() if status == "failed"]:
+        reasons.append("product check failed at " + ", ".join(f"{share} %" for share in failed))
+    applications = [a for a in result.get("applications", []) if isinstance(a, Mapping)]
+    if nan := not_finite(applications):
+        reasons.append(
+            "outputs not finite: "
+            + ", ".join(f"{app} {100 * share:.0f} % finite" for app, share in nan.items())
+        )
+    return reasons
+
+
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Return a ``result.json`` mapping of an earlier schema version in the current shape (JSON types
     only), or ``data`` itself when it is not of an earlier version.
@@ -475,6 +493,9 @@ class SloRow:
     normalized: float | None
     load_time_s: float | None
     throughput_rps: float | None
+    # The attainment's 95 % interval and its curve against the scaled SLO thresholds, from the
+    # application's requests (None when the result at hand holds no request or the application no SLO).
+    attainment_detail: Attainment | None = None
 
 
 def shown_metrics(application: ApplicationResult) -> list[str]:
@@ -485,10 +506,16 @@ def shown_metrics(application: ApplicationResult) -> list[str]:
 
 def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
     """Return the SLO table of a result's ``applications`` (the CLI prints it, the result page shows
-    it): per application one row per shown metric, in the result's order."""
+    it): per application one row per shown metric, in the result's order; the attainment's interval
+    and curve (``metrics.attainment``) come from the applications' requests."""
     rows = []
     for app in applications:
         shown = shown_metrics(app)
+        detail = (
+            attainment([r.model_dump() for r in app.requests], app.slo, app.requests_requested)
+            if app.requests
+            else None
+        )
         for i, metric in enumerate(shown or ["-"]):
             summary = app.metrics.get(metric)
             rows.append(
@@ -510,6 +537,7 @@ def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
                     normalized=app.normalized_latency.get(metric),
                     load_time_s=app.load_time_s,
                     throughput_rps=app.throughput_rps,
+                    attainment_detail=detail,
                 )
             )
     return rows

@@ -256,6 +256,13 @@ if CB_RUN_EXECUTOR not in ("celery", "local"):
 # send(run_id=..., queue=...), named by dotted path because cbweb imports no worker module
 # (cbweb/runs/dispatch.py says why). Not an environment variable: no deployment needs another.
 CB_RUN_SENDER = "workers.tasks.run_send"
+# Runs one user may have queued at once (page and API alike): a launch beyond it is refused, saying
+# how many are queued. Queued runs start in turns across users (docs/operations.md, the fair queue).
+CB_MAX_QUEUED_RUNS_PER_USER = env.int("CB_MAX_QUEUED_RUNS_PER_USER", default=20)
+if CB_MAX_QUEUED_RUNS_PER_USER < 1:
+    raise environ.ImproperlyConfigured(
+        f"CB_MAX_QUEUED_RUNS_PER_USER={CB_MAX_QUEUED_RUNS_PER_USER} must be >= 1"
+    )
 # Time limits of one run (cbweb/runs/limits.py): the soft limit, after which the engine stops the run
 # gracefully and marks it failed, is a per-node allowance (model load) plus a per-request allowance,
 # capped at CB_RUN_TIME_LIMIT_S; the hard limit, after which the worker kills what the engine
@@ -415,10 +422,12 @@ else:
 
 # Rates as N/s, N/m, N/h or N/d (docs/security.md). Auth failures: wrong API tokens and wrong
 # passwords per client address; login failures: wrong passwords per user name and client address;
-# writes: POST/PUT/PATCH/DELETE per user on the API. Over the rate: 429 with Retry-After.
+# writes: POST/PUT/PATCH/DELETE per user, the API's and the pages' in one budget; previews: the
+# editor's live check per user. Over the rate: 429 with Retry-After.
 CB_THROTTLE_AUTH_FAILURES = env.str("CB_THROTTLE_AUTH_FAILURES", default="20/m")
 CB_THROTTLE_LOGIN_FAILURES = env.str("CB_THROTTLE_LOGIN_FAILURES", default="10/h")
 CB_THROTTLE_WRITES = env.str("CB_THROTTLE_WRITES", default="300/h")
+CB_THROTTLE_PREVIEWS = env.str("CB_THROTTLE_PREVIEWS", default="120/m")
 # Reverse proxies in front of the web processes: the client address is taken from
 # X-Forwarded-For that many hops back; 0 (default) trusts REMOTE_ADDR only, so a client cannot
 # dodge the throttles by sending its own X-Forwarded-For.

@@ -14,6 +14,7 @@ from django.views import defaults
 
 from cbweb.api import selectors as token_selectors
 from cbweb.api import services as token_services
+from cbweb.api.throttles import page_write_throttle
 from cbweb.forms import ThrottledAuthenticationForm, TokenCreateForm
 from cbweb.permissions import readable
 
@@ -48,6 +49,7 @@ class LoginView(auth_views.LoginView):
 
 
 @login_required
+@page_write_throttle()
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The user's API tokens: create one (its key is shown in this response only), revoke one."""
     form = TokenCreateForm(request.POST if request.POST.get("action") == "create" else None)

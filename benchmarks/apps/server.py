@@ -42,11 +42,11 @@ from pydantic import Field, model_validator
 
 from benchmarks.apps.base import AppStopped, AppType, Driver, check_unit
 from benchmarks.apps.runtime import default_threads
-from benchmarks.apps.textgen import LlamaCppOptions, llama_server_args, local_file
-from benchmarks.files import UNRESTRICTED, FilePolicy
-from benchmarks.models import resolve
+from benchmarks.apps.textgen import SERVER_KEY_ENV, LlamaCppOptions, llama_server_args, local_file
+from benchmarks.files import UNRESTRICTED, FilePolicy, where
 from benchmarks.platform import accelerator
 from benchmarks.schedulers.base import OpenGate
+from benchmarks.spec.model import MODEL
 
 if TYPE_CHECKING:
     from benchmarks.schedulers.base import Gate
@@ -232,11 +232,13 @@ class ServerDriver(Driver):
 
     def load(self) -> dict[str, Any]:
         opts = self.options
-        self.ctx.files.check_unit_model(self.unit)
-        model = resolve(self.unit.model or "", ("gguf",), "LLMServer")
+        # Resolved where the file policy looks (on a server: the model folders, never the working
+        # directory), and the file found checked again: what llama-server opens is what was allowed.
+        model = self.ctx.files.resolve_model(self.unit, ("gguf",), "LLMServer")
         path = local_file(model)
         if path is None:
             raise ServerError(f"model '{model.requested}' is not a local GGUF file")
+        path = self.ctx.files.regular_file(path, MODEL, where(self.unit.name, "model"))
         binary = server_binary()
         # The log stays out of the result bundle: llama-server writes this machine's paths into it.
         # It goes into the node's private folder, which the runner removes even if this process is
@@ -248,6 +250,13 @@ class ServerDriver(Driver):
             folder = self.ctx.scratch_dir
             folder.mkdir(parents=True, exist_ok=True)
         self.log_path = folder / "server.log"
+        key_args = []
+        if key := os.environ.get(SERVER_KEY_ENV):
+            # A file only this user reads (a command line is visible to every local user).
+            key_file = folder / "api-key"
+            key_file.touch(mode=0o600)
+            key_file.write_text(key, encoding="utf-8")
+            key_args = ["--api-key-file", str(key_file)]
         self.model_folder = str(path.parent)
         threads = opts.n_threads or default_threads()
         # llama-server offloads to whatever GPU backend it was built with (CUDA or Metal).
@@ -275,6 +284,11 @@ class ServerDriver(Driver):
                 "--seed",
                 str(self.ctx.seed),
                 "--no-webui",
+                # /v1/models answers without the key: name the model as the workflow does, not by
+                # its path on this machine.
+                "--alias",
+                self.unit.model or "model",
+                *key_args,
                 *llama_server_args(opts.llama_settings()),
             ]
             if self._start(command, port):

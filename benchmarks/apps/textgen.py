@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -436,6 +437,9 @@ class ServerGone(RuntimeError):
 
 # Seconds a client waits for the server's next byte: a reply queued behind full slots waits too.
 SERVER_READ_TIMEOUT_S = 600.0
+# The model server's key, which the runner puts in the environment of the server's process and its
+# clients' only: llama-server refuses a request without it (its --api-key-file).
+SERVER_KEY_ENV = "CB_SERVER_KEY"
 
 
 class ServerGenerator:
@@ -447,6 +451,9 @@ class ServerGenerator:
         self.url = url.rstrip("/")
         self.server = server
         self.client_model = client_model
+        self.headers = {"Content-Type": "application/json"}
+        if key := os.environ.get(SERVER_KEY_ENV):
+            self.headers["Authorization"] = f"Bearer {key}"
 
     def describe(self) -> dict[str, Any]:
         """Return what the result records about the backend: the server unit it sent requests to."""
@@ -484,7 +491,7 @@ class ServerGenerator:
         request = urllib.request.Request(
             f"{self.url}/v1/chat/completions",
             data=json.dumps(body).encode("utf-8"),
-            headers={"Content-Type": "application/json"},
+            headers=self.headers,
         )
         out = Generation(started=now())
         pieces: list[str] = []

@@ -158,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     # Every attack request reaches the application: the write throttle would refuse most of them.
     with Stack(
-        worker=True, sweeper=True, access_log=False, settings={"CB_THROTTLE_WRITES": "1000000/h"}
+        worker=True,
+        sweeper=True,
+        access_log=False,
+        settings={"CB_THROTTLE_WRITES": "1000000/h", "CB_THROTTLE_PREVIEWS": "1000000/h"},
     ) as stack:
         run_id, workflow_id = populate(stack, o.runs)
         rows = [["cell", "requests", "req/s", "p50 ms", "p99 ms", "errors", "statuses"]]

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing as mp
+import os
+import re
+import secrets
+import shutil
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from benchmarks import clock
+from benchmarks.apps.textgen import SERVER_KEY_ENV
 from benchmarks.files import UNRESTRICTED, FilePolicy, bundle_path
 from benchmarks.monitor import DEFAULT_HZ
 from benchmarks.monitor.kernels import TRACE_FILE, KernelTraceSpec
@@ -130,6 +137,41 @@ TRACED_CRASH_NOTE = (
 )
 
 
+# A run's temporary folders name the runner's process, so that those of a killed runner can be found.
+_TEMP_FOLDER = re.compile(r"consumerbench-(?:private-)?(\d+)-[A-Za-z0-9_]+")
+
+
+def temp_prefix(kind: str = "") -> str:
+    """Return the prefix of a temporary folder of this runner's run (``kind``: ``private`` or none)."""
+    return f"consumerbench-{kind + '-' if kind else ''}{os.getpid()}-"
+
+
+def sweep_dead_temp_folders(root: Path | None = None) -> list[Path]:
+    """Remove the temporary folders (nodes' private folders, scratch bundles) that runners no longer
+    alive left in ``root`` (the system's temporary folder); return those removed.
+
+    A runner killed with SIGKILL cannot remove its own: the next run on the machine does. Only this
+    user's folders are touched, and a folder whose process is alive, or whose PID now names a process
+    started after the folder was made, is judged by that process's start time.
+    """
+    removed = []
+    for path in (root or Path(tempfile.gettempdir())).iterdir():
+        match = _TEMP_FOLDER.fullmatch(path.name)
+        if match is None or path.is_symlink() or not path.is_dir():
+            continue
+        made = path.stat()
+        if made.st_uid != os.getuid():
+            continue
+        try:
+            alive = psutil.Process(int(match.group(1))).create_time() <= made.st_ctime + 1
+        except (psutil.Error, ValueError, OverflowError):
+            alive = False
+        if not alive:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def node_env(scheduler_env: Mapping[str, str], device: str) -> dict[str, str]:
     """Return the environment a node's process adds: its scheduler's, and for a node on the CPU no
     visible GPU (``CUDA_VISIBLE_DEVICES`` empty), so that nothing it loads uses one behind the
@@ -177,6 +219,9 @@ class _Run:
         # Each client node's model-server nodes (a unit's ``server:``): it starts once they answer and
         # fails when one of them fails.
         self.servers = server_edges(workflow.applications, workflow.nodes)
+        # Each model server answers only its run's clients: a random key per server node, in the
+        # environment of the server's process and of its clients' (never in a result).
+        self.server_keys = {s: secrets.token_urlsafe(32) for names in self.servers.values() for s in names}
         self.t0 = clock.now()
         self.status = RunStatus.COMPLETED
         self.stop_reason: str | None = None
@@ -256,11 +301,12 @@ class _Run:
         self.monitor.start(self.t0)
         # Without a bundle directory, what applications produce (images) lives only as long as the run.
         # The nodes' private folders (outside the bundle), removed here even if a node was killed.
-        private = tempfile.TemporaryDirectory(prefix="consumerbench-private-")
+        sweep_dead_temp_folders()
+        private = tempfile.TemporaryDirectory(prefix=temp_prefix("private"))
         self.private = Path(private.name)
         scratch = None
         if self.out_dir is None:
-            scratch = tempfile.TemporaryDirectory(prefix="consumerbench-")
+            scratch = tempfile.TemporaryDirectory(prefix=temp_prefix())
             self.artifacts = Path(scratch.name)
             records_dir = Path(scratch.name) / RECORDS_DIR
         else:
@@ -380,6 +426,9 @@ class _Run:
         state.stop_flag = self.ctx.RawValue(ctypes.c_bool, False)
         state.go = self.ctx.Semaphore(0) if self.workflow.start_together else None
         env = node_env(self.scheduler.env_for(plan), state.device)
+        servers = [state.name] if state.name in self.server_keys else self.servers.get(state.name, [])
+        if servers:
+            env[SERVER_KEY_ENV] = self.server_keys[servers[0]]
         gate = self.scheduler.gate_for(plan)
         out_dir = bundle_path(self.artifacts, state.name)
         trace = None

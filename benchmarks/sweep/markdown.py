@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from benchmarks.metrics import THRESHOLD_SCALES
 from benchmarks.results import QualityFigure, format_quality, format_shares
 from benchmarks.spec.model import parse_slo
 from benchmarks.sweep.model import Sweep
@@ -17,6 +18,37 @@ NO_PARAMETERS = "no parameters"
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.0f} %"
+
+
+def _interval(interval: Sequence[float] | None) -> str:
+    """Return ' [low-high %]': a 95 % interval of an attainment, or nothing when there is none."""
+    return "" if interval is None else f" [{100 * interval[0]:.0f}-{100 * interval[1]:.0f} %]"
+
+
+def _claim(a: Mapping[str, Any]) -> str:
+    """Return an application's claim against its goal: the interval's verdict, and when its attainment
+    reaches the goal on fewer requests than early stopping needs, that it has too few."""
+    claim = a.get("claim")
+    if not claim:
+        return "—"
+    text = f"{claim['verdict']} ({_pct(claim['goal'])} goal)"
+    if claim["too_few"]:
+        needed = claim["requests_needed"]
+        text += "; too few requests: " + (
+            f"{claim['requests_due']} of {needed} needed" if needed is not None else "no count supports 100 %"
+        )
+    return text
+
+
+def _curve(a: Mapping[str, Any]) -> str:
+    """Return an application's attainment at each scaled SLO threshold ("50 / 75 / 75 / 100 / 100 %")."""
+    curve = a.get("slo_attainment_curve")
+    return " / ".join(f"{100 * v:.0f}" for v in curve.values()) + " %" if curve else "—"
+
+
+def _void(s: Mapping[str, Any]) -> str:
+    """Return the note of a scheduler's void runs, left out of every figure ("" when none was)."""
+    return f"; void, left out: {_cell('; '.join(s['void']))}" if s.get("void") else ""
 
 
 def _num(x: float | None, fmt: str = "{:.1f}") -> str:
@@ -91,14 +123,18 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for row in summary["sweep"]:
+        if row.get("void"):
+            lines.append(
+                f"| {row['level']} | {row['load']} | {row['scheduler']} | void "
+                f"| {_cell('; '.join(row['void']))} |"
+            )
+            continue
         apps = ", ".join(
             f"{k} {_pct(v)}" + (f" ({_pct(row['alone'][k])})" if k in row["alone"] else "")
             for k, v in row["apps"].items()
         )
         if row.get("failed"):
             apps += f"; failed: {_cell(str(row['failed']))}"
-        if row.get("not_finite"):
-            apps += f"; {_nan_text(row['not_finite'])} (NaN or inf: figures of wrong computations)"
         lines.append(
             f"| {row['level']} | {row['load']} | {row['scheduler']} "
             f"| {_pct(row['mean_attainment'])} | {apps} |"
@@ -106,18 +142,13 @@ def _sweep_section(sweep: Sweep, summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _nan_text(not_finite: Mapping[str, float]) -> str:
-    """Return what says which applications computed on NaN or inf, with the share of outputs finite."""
-    return "outputs not finite: " + ", ".join(f"{k} {_pct(v)} finite" for k, v in not_finite.items())
-
-
-def _nan_note(s: Mapping[str, Any]) -> str:
-    """Return the note after a mean attainment whose runs had applications computing on NaN or inf."""
-    return f" ({_nan_text(s['not_finite'])})" if s.get("not_finite") else ""
-
-
 def _not_run(s: Mapping[str, Any]) -> str:
-    """Return the mean attainment cell of a scheduler with no run to count: why, or that none has run."""
+    """Return the mean attainment cell of a scheduler with no run to count: why (failed, void), or that
+    none has run."""
+    if s.get("void"):
+        return f"void: {_cell('; '.join(s['void']))}" + (
+            f"; not run: {_cell(str(s['error']))}" if s.get("error") else ""
+        )
     return f"not run: {_cell(str(s['error']))}" if s.get("error") else "not run yet"
 
 
@@ -179,7 +210,8 @@ def _overview(
                 for app, metric in columns
             ]
             lines.append(
-                f"| {label} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}{_nan_note(s)} "
+                f"| {label} | {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
+                f"{_interval(s.get('mean_attainment_ci'))}{_void(s)} "
                 f"| {_num(s['sm_activity'])} % | "
                 + (f"{_num(s['makespan_s'])} | " if makespan else "")
                 + " | ".join(cells)
@@ -222,7 +254,8 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
         occupancy = s["sm_occupancy"]
         lines.append(
             f"| {scheduler} | {s['runs']} | {_pct(s['mean_attainment'])}"
-            f"{_runs([r['mean_attainment'] for r in runs])}{_nan_note(s)} | {_num(s['sm_activity'])} % "
+            f"{_interval(s.get('mean_attainment_ci'))}{_runs([r['mean_attainment'] for r in runs])}"
+            f"{_void(s)} | {_num(s['sm_activity'])} % "
             f"({_num(s['sm_activity_run'])} %) | {_num(occupancy)}{'' if occupancy is None else ' %'} | "
             f"{_num(s['fairness'], '{:.2f}')} | "
             f"{_num(s.get('slowdown_fairness'), '{:.2f}')} | "
@@ -236,9 +269,10 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
         lines += [f"- {scheduler}: {text}" for scheduler, text in settings.items()]
     lines += [
         "",
-        "| application | scheduler | SLO | attainment (solo) | p50 / p99 (s) | p50 slowdown vs solo "
-        "| GPU time % (solo) | quality |",
-        "|---|---|---|---|---|---|---|---|",
+        "| application | scheduler | SLO | attainment [95 % CI] (solo) | claim | attainment at SLO x "
+        + " / ".join(f"{scale:g}" for scale in THRESHOLD_SCALES)
+        + " | p50 / p99 (s) | p50 slowdown vs solo | GPU time % (solo) | quality |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for scheduler, s in per.items():
         for app, a in s["apps"].items():
@@ -256,7 +290,8 @@ def _workflow_section(name: str, per: Mapping[str, Any], level: str | None = Non
                 share += f" ({_num(a.get('solo_gpu_time_share_pct'), '{:.1f}')})"
             lines.append(
                 f"| {app} | {scheduler} | {', '.join(a['slo'])} | {_pct(a['slo_attainment'])}"
-                f"{_runs(a['slo_attainment_runs'])} ({_pct(a.get('solo_attainment'))}) | {lat} | {slow} "
+                f"{_interval(a.get('slo_attainment_ci'))}{_runs(a['slo_attainment_runs'])} "
+                f"({_pct(a.get('solo_attainment'))}) | {_claim(a)} | {_curve(a)} | {lat} | {slow} "
                 f"| {share} | {quality} |"
             )
     return lines
@@ -306,7 +341,13 @@ def render_markdown(
         "requests (first counted request's start to the last one's end; SM activity over the whole run,",
         "model loading included, in parentheses). Several runs: means of the runs' figures, each run's in",
         "parentheses; an application's attainment, latencies and quality figures pool the requests of all",
-        "runs.",
+        "runs. In brackets, 95 % intervals: Wilson's over an application's requests, Student's t over the",
+        "runs of a mean attainment where runs repeat. An application's claim is what its interval says",
+        "against the goal (the search threshold, else 90 %): met only when the whole interval reaches it;",
+        '"too few requests" when the attainment reaches the goal on fewer requests than MLPerf LoadGen\'s',
+        "early stopping needs for it at 99 % confidence. The attainment is also given at the SLO thresholds",
+        "scaled 0.8x to 1.25x, so a verdict on a knife edge shows. A void run (a failed product check,",
+        "outputs not finite) is left out of every figure, its reason listed.",
         *_sweep_section(sweep, summary)[1:],
     ]
     # Variants of one workflow (the same applications with SLOs: a sweep whose level is the workflow)

@@ -12,8 +12,8 @@ from typing import Any
 
 # One colour per series, the same in both plots; schedulers past these get matplotlib's cycle.
 COLOURS = {"solo": "#9e9e9e", "greedy": "#d95f02", "credit": "#1b9e77", "partition": "#7570b3"}
-# The label of a bar whose application's outputs were not all finite.
-NOT_FINITE_COLOUR = "#b2182b"
+# The label of a scheduler's void runs, in place of their bar.
+VOID_COLOUR = "#b2182b"
 FORMATS = ("png", "svg")
 
 Timeline = tuple[Sequence[float], Sequence[float], tuple[float, float] | None]
@@ -49,15 +49,16 @@ def attainment_rows(
     return [*(["solo"] if solo else []), *schedulers], rows
 
 
-def not_finite_bars(workflows: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], float]:
-    """Return {(row, scheduler): the share of outputs finite} for the attainment plot's bars of an
-    application whose outputs were not all finite under that scheduler (the summary's ``not_finite``):
-    its attainment is of work partly not done, and its bar says so, as the tables do."""
+def void_bars(workflows: Mapping[str, Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """Return the (row, scheduler) bars of the attainment plot that have no figure because every run of
+    the scheduler was void (the summary's ``void``: a failed product check, outputs not finite): the
+    plot says so where the bar would be, as the tables do."""
     return {
-        (f"{name}: {app}", scheduler): share
+        (f"{name}: {app}", scheduler)
         for name, per in workflows.items()
+        for app in next((s["apps"] for s in per.values() if s.get("apps")), {})
         for scheduler, s in per.items()
-        for app, share in (s.get("not_finite") or {}).items()
+        if s.get("void") and app not in s.get("apps", {})
     }
 
 
@@ -65,7 +66,7 @@ def attainment_plot(
     workflows: Mapping[str, Mapping[str, Any]], schedulers: Sequence[str], path: Path
 ) -> Path | None:
     """Draw horizontal bars per workflow and application with an SLO: its attainment alone (where the
-    sweep has solo runs), then under each scheduler; a bar of outputs not all finite says so.
+    sweep has solo runs), then under each scheduler; where every run was void, the plot says so.
 
     ``workflows`` is the summary's ``{name: {scheduler: {"apps": {...}}}}``; a scheduler without figures
     for an application gets no bar. Returns ``path``, or None when no application has a figure.
@@ -73,7 +74,7 @@ def attainment_plot(
     series, rows = attainment_rows(workflows, schedulers)
     if not rows:
         return None
-    nan = not_finite_bars(workflows)
+    void = void_bars(workflows)
     plt = _pyplot()
     bar = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(9, 1 + 0.3 * len(rows) * len(series)))
@@ -84,15 +85,15 @@ def attainment_plot(
         for y, (label, values) in zip(ys, rows, strict=True):
             value = values[key]
             text = "no figure" if value is None else f"{value:.0%}"
-            if (label, key) in nan:
-                text += f", outputs not finite ({nan[label, key]:.0%} finite)"
+            if (label, key) in void:
+                text = "void runs: left out"
             ax.text(
                 (100 * value if value is not None else 0) + 1,
                 y,
                 text,
                 va="center",
                 fontsize=7,
-                color=NOT_FINITE_COLOUR if (label, key) in nan else "black",
+                color=VOID_COLOUR if (label, key) in void else "black",
             )
     ax.set_yticks([i + bar * (len(series) - 1) / 2 for i in range(len(rows))], [r[0] for r in rows])
     ax.invert_yaxis()

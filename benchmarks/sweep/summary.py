@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apps import resolve_type
-from benchmarks.metrics import application_metrics, not_finite, quality_figures, slowdown_fairness
+from benchmarks.metrics import (
+    DEFAULT_ATTAINMENT_GOAL,
+    application_metrics,
+    attainment,
+    estimate,
+    quality_figures,
+    slowdown_fairness,
+)
 from benchmarks.monitor.telemetry import TelemetryRecorder, active_span
-from benchmarks.results import scheduler_settings
+from benchmarks.results import scheduler_settings, void_reasons
 from benchmarks.spec.model import SLO
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER, render_markdown
 from benchmarks.sweep.model import Level, Sweep
@@ -20,6 +27,7 @@ from benchmarks.sweep.plots import attainment_plot, sm_activity_plot
 from benchmarks.sweep.state import State, Step, SweepError
 
 Run = tuple[dict[str, Any], Path]  # a result document and its bundle folder
+Void = tuple[int, str, dict[str, Any]]  # a void run: its number (1-based), why, its result document
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -28,10 +36,15 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _app_summary(
-    runs: Sequence[Mapping[str, Any]], solo: Mapping[str, Any] | None, gpu_shares: Sequence[float | None]
+    runs: Sequence[Mapping[str, Any]],
+    solo: Mapping[str, Any] | None,
+    gpu_shares: Sequence[float | None],
+    goal: float,
 ) -> dict[str, Any]:
-    """Return one application's figures over its runs: requests pooled (latencies and quality figures),
-    attainment of each run beside; its share of the GPU's time, the mean of its runs' (``gpu_shares``)."""
+    """Return one application's figures over its runs: requests pooled (latencies and quality figures,
+    the attainment with its 95 % interval and its curve against the scaled SLO thresholds, and what
+    they say of the claim "attainment >= ``goal``"), attainment of each run beside; its share of the
+    GPU's time, the mean of its runs' (``gpu_shares``)."""
     first = runs[0]
     slos = [SLO.model_validate(s) for s in first["slo"]]
     requests = [r for app in runs for r in app["requests"]]
@@ -48,6 +61,7 @@ def _app_summary(
         "slo": [str(slo) for slo in slos],
         "slo_attainment": pooled["slo_attainment"],
         "slo_attainment_runs": [app["slo_attainment"] for app in runs],
+        **_attainment_figures(requests, slos, requested, goal),
         "requests": pooled["requests_counted"],
         "latency_s": latency,
         # Pooled like the latencies (bundles written before results had quality figures get them too).
@@ -63,6 +77,29 @@ def _app_summary(
             if (solo["metrics"].get(m) or {}).get("p50")
         }
     return out
+
+
+def _attainment_figures(
+    requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO], requested: int, goal: float
+) -> dict[str, Any]:
+    """Return an application's pooled attainment's 95 % Wilson interval, its curve ({scale: attainment}),
+    and its claim against ``goal``: the verdict of the interval, the requests due, and how many early
+    stopping needs for the claim with these misses (``too_few`` when the attainment reaches the goal on
+    fewer); nothing for an application without an SLO."""
+    figure = attainment(requests, slos, requested)
+    if figure is None:
+        return {}
+    return {
+        "slo_attainment_ci": [figure.low, figure.high],
+        "slo_attainment_curve": {f"{scale:g}": value for scale, value in figure.curve},
+        "claim": {
+            "goal": goal,
+            "verdict": figure.claim(goal).value,
+            "requests_due": figure.due,
+            "requests_needed": figure.requests_needed(goal),
+            "too_few": figure.too_few_for(goal),
+        },
+    }
 
 
 def _run_figures(result: Mapping[str, Any], bundle: Path, solos: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,10 +151,24 @@ def _settings_groups(settings: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     return groups
 
 
+def _void_texts(void: Sequence[Void]) -> list[str]:
+    """Return why runs are void, runs of one reason together ("runs 1, 3: outputs not finite: ...")."""
+    by_reason: dict[str, list[int]] = {}
+    for repeat, reason, _ in void:
+        by_reason.setdefault(reason, []).append(repeat)
+    return [
+        f"run{'s' if len(n) > 1 else ''} {', '.join(map(str, n))}: {reason}"
+        for reason, n in by_reason.items()
+    ]
+
+
 def _scheduler_summary(
-    runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str]
+    runs: Sequence[Run], solos: Mapping[str, Any], errors: Sequence[str], void: Sequence[Void], goal: float
 ) -> dict[str, Any]:
-    """Return a scheduler's figures on a workflow: each run's, their means, and the applications pooled."""
+    """Return a scheduler's figures on a workflow over its sound runs (``void``: the others, listed with
+    why and left out of every figure): each run's, their means (the mean attainment with its 95 % t
+    interval where runs repeat), and the applications pooled (their claims against ``goal``). Without a
+    sound run, the settings the void runs ran with."""
     if not runs:
         return {
             "mean_attainment": None,
@@ -129,6 +180,14 @@ def _scheduler_summary(
             "apps": {},
             "runs": 0,
             "error": "; ".join(errors) or None,
+            **(
+                {
+                    "void": _void_texts(void),
+                    "settings": _settings_groups([scheduler_settings(result) for _, _, result in void]),
+                }
+                if void
+                else {}
+            ),
         }
     per_run = [_run_figures(result, bundle, solos) for result, bundle in runs]
     out: dict[str, Any] = {
@@ -146,6 +205,10 @@ def _scheduler_summary(
     }
     out["runs"] = len(per_run)
     out["per_run"] = per_run
+    spread = estimate([r["mean_attainment"] for r in per_run if r["mean_attainment"] is not None],
+                      bounds=(0.0, 1.0), min_runs=2)  # fmt: skip
+    if spread is not None and spread.low is not None and spread.high is not None:
+        out["mean_attainment_ci"] = [spread.low, spread.high]
     out["settings"] = _settings_groups([scheduler_settings(result) for result, _ in runs])
     names = [a["name"] for a in runs[0][0]["applications"]]
     out["apps"] = {
@@ -153,52 +216,74 @@ def _scheduler_summary(
             [a for result, _ in runs for a in result["applications"] if a["name"] == name],
             solos.get(name),
             [r["gpu_time_share"].get(name) for r in per_run],
+            goal,
         )
         for name in names
     }
-    # The applications whose outputs were NaN or inf in some run (pooled): their figures are of wrong
-    # computations (the key only where one was).
-    if nan := not_finite([{"name": n, "quality": a["quality"]} for n, a in out["apps"].items()]):
-        out["not_finite"] = nan
     if errors:
         out["error"] = "; ".join(errors)
+    if void:
+        out["void"] = _void_texts(void)
     return out
 
 
 def scheduler_runs(
     sweep: Sweep, state: State, name: str, level: Level, scheduler: str
-) -> tuple[list[Run], list[str]]:
-    """Return the finished runs of a workflow under a scheduler at a level (first, then repeats) and
-    the errors of those that failed."""
+) -> tuple[list[Run], list[str], list[Void]]:
+    """Return the sound finished runs of a workflow under a scheduler at a level (first, then repeats),
+    the errors of those that failed, and the void ones with why (``run_void_reasons``)."""
     runs: list[Run] = []
     errors: list[str] = []
+    void: list[Void] = []
     repeat = 1
     while True:
         step = first_run(sweep, name, level.name, scheduler, repeat)
         entry = state.get(step)
         if entry is None:
-            return runs, errors
+            return runs, errors, void
         result = state.result(step)
-        if result is not None and not entry.get("error"):
-            runs.append((result, state.bundle_dir(entry)))
-        else:
+        if result is None or entry.get("error"):
             errors.append(f"run {repeat}: {entry.get('error') or entry.get('status')}")
+        elif reasons := run_void_reasons(result):
+            void.append((repeat, "; ".join(reasons), result))
+        else:
+            runs.append((result, state.bundle_dir(entry)))
         repeat += 1
 
 
+def run_void_reasons(result: Mapping[str, Any]) -> list[str]:
+    """Return why a run's figures are void (``benchmarks.results.void_reasons``); its applications'
+    quality figures computed from their requests where the result has none (bundles written before
+    results had them)."""
+    applications = []
+    for app in result.get("applications", []):
+        app_type = resolve_type(app.get("type", ""))
+        if "quality" not in app and app_type is not None:
+            app = {**app, "quality": quality_figures(app.get("requests", []), app_type.quality)}
+        applications.append(app)
+    return void_reasons({**result, "applications": applications})
+
+
 def _solos(sweep: Sweep, state: State, name: str, level: str) -> dict[str, Any]:
-    """Return each node's application result alone at a level, for the nodes that ran alone there."""
+    """Return each node's application result alone at a level, for the nodes that ran alone there (a
+    void solo run, ``run_void_reasons``, is no baseline)."""
     out = {}
     for node in sweep.base[name]["workflows"]:
         step = Step(name, "solo", level, sweep.schedulers[0], node)
         solo = state.result(step)
-        if solo and solo["applications"]:
+        if solo and solo["applications"] and not run_void_reasons(solo):
             app = solo["applications"][0]
             entry = state.get(step)
             bundle = state.bundle_dir(entry) if entry is not None else None
             share = _gpu_shares(solo, TelemetryRecorder.load(bundle)) if bundle is not None else {}
             out[node] = {**app, "gpu_time_share_pct": share.get(app["name"])}
     return out
+
+
+def _goal(sweep: Sweep, scheduler: str) -> float:
+    """Return the attainment a scheduler's applications are judged against: its search threshold, else
+    ``DEFAULT_ATTAINMENT_GOAL``."""
+    return sweep.threshold(scheduler) if sweep.spec.search is not None else DEFAULT_ATTAINMENT_GOAL
 
 
 def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
@@ -217,9 +302,9 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
             solos = _solos(sweep, state, name, lv.name)
             per: dict[str, Any] = {}
             for scheduler in sweep.schedulers:
-                runs, errors = scheduler_runs(sweep, state, name, lv, scheduler)
+                runs, errors, void = scheduler_runs(sweep, state, name, lv, scheduler)
                 platform = platform or (runs[0][0]["platform"] if runs else None)
-                per[scheduler] = _scheduler_summary(runs, solos, errors)
+                per[scheduler] = _scheduler_summary(runs, solos, errors, void, _goal(sweep, scheduler))
             grid[name][lv.name] = per
     workflows = {name: grid[name][level.name] for name in sweep.base}
     rows: list[dict[str, Any]] = []
@@ -254,10 +339,9 @@ def summarize(sweep: Sweep, state: State) -> dict[str, Any]:
             # misses, and the workflow tables leave the run out (the key only where one did).
             if failed := (state.get(step) or {}).get("error"):
                 rows[-1]["failed"] = failed
-            # Applications whose outputs were NaN or inf (recorded, not failed): their figures are of
-            # wrong computations.
-            if nan := not_finite(result["applications"]):
-                rows[-1]["not_finite"] = nan
+            # A void run (a failed product check, outputs not finite): the tables show why, not its figures.
+            if reasons := run_void_reasons(result):
+                rows[-1]["void"] = reasons
     below = sweep.threshold(sweep.schedulers[0]) if sweep.spec.search is not None else None
     return {
         "platform": platform,
@@ -277,7 +361,7 @@ def write_plots(
     level = sweep.level(summary["level"]["name"])
     timelines = {}
     for scheduler in sweep.schedulers:
-        runs, _ = scheduler_runs(sweep, state, sweep.search_workflow, level, scheduler)
+        runs, _, _ = scheduler_runs(sweep, state, sweep.search_workflow, level, scheduler)
         if runs:
             result, bundle = runs[0]
             series, _ = TelemetryRecorder.load(bundle).sm_activity()

@@ -1,4 +1,8 @@
-"""Throttles (docs/security.md): failed API tokens and logins per client, API writes per user.
+"""Throttles (docs/security.md): failed API tokens and logins per client, writes per user.
+
+One write budget per user covers the API and the pages: ``WriteThrottle`` is DRF's default throttle
+class, and ``page_write_throttle`` applies the same class (the same cache key, so the same count) to
+the pages that write; the editor's live preview has a budget of its own (``PreviewThrottle``).
 
 DRF's SimpleRateThrottle keeps a sliding window of timestamps in the shared cache. Its ``allow_request``
 counts every request; a failure throttle must count failures only, and be checked *before* the
@@ -8,11 +12,16 @@ password or token is tried, so ``FailureThrottle`` splits the two steps.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
+import math
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
 
@@ -96,3 +105,42 @@ class WriteThrottle(UserRateThrottle):
             return bool(_cache(super().allow_request, request, view))
         except CacheDown:
             return True
+
+
+class PreviewThrottle(WriteThrottle):
+    """The editor's live preview per user, at CB_THROTTLE_PREVIEWS: it checks a whole workflow (its
+    models and files included) on every pause in typing, more often than a user saves."""
+
+    scope = "preview"
+
+    def get_rate(self) -> str:
+        return str(settings.CB_THROTTLE_PREVIEWS)
+
+
+View = Callable[..., HttpResponse]
+
+
+def page_write_throttle(throttle: type[WriteThrottle] = WriteThrottle) -> Callable[[View], View]:
+    """Decorate a page view so that its writes (POST) count against the user's budget of ``throttle``;
+    over it the page answers 429 (JSON when the client asks for JSON) saying when to try again."""
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            check = throttle()
+            if not check.allow_request(request, None):
+                wait = math.ceil(check.wait() or 1)
+                message = f"too many writes: your budget is {check.get_rate()}; try again in {wait} s"
+                if "application/json" in request.headers.get("Accept", ""):
+                    response: HttpResponse = JsonResponse(
+                        {"errors": [{"field": None, "message": message}]}, status=429
+                    )
+                else:
+                    response = render(request, "429.html", {"message": message}, status=429)
+                response["Retry-After"] = str(wait)
+                return response
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate

@@ -14,6 +14,7 @@ workers through the one sender named by ``settings.CB_RUN_SENDER`` (see ``cbweb/
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -213,7 +214,9 @@ class DatabaseSink:
 
 
 def run_execute(*, run_id: int, worker: str) -> str:
-    """Execute run ``run_id`` if this worker can claim it; return the run's final status (or 'skipped')."""
+    """Execute the run whose turn it is on the queue where run ``run_id`` waits (``run_id`` itself
+    unless other users' runs wait there: ``services.run_claim_fair``); return the executed run's final
+    status, or 'skipped' when no run is left to claim."""
     from django.conf import settings
 
     from benchmarks.platform import fingerprint
@@ -226,9 +229,16 @@ def run_execute(*, run_id: int, worker: str) -> str:
     from cbweb.workflows.services import file_policy
 
     # A database error here propagates: the run is still queued, and the task is retried.
-    if not services.run_claim(run_id=run_id, worker=worker):
-        log.info("run %s: not claimed (already taken, cancelled or gone)", run_id)
+    queue = functools.cache(lambda: run_queue(run_id))
+    claimed = services.run_claim_fair(
+        run_id=run_id, worker=worker, same_queue=lambda other: run_queue(other) == queue()
+    )
+    if claimed is None:
+        log.info("run %s: not claimed, nor any other in its queue (taken, cancelled or gone)", run_id)
         return "skipped"
+    if claimed != run_id:
+        log.info("run %s: run %s's turn came first (the fair queue)", run_id, claimed)
+    run_id = claimed
     log.info("run %s: claimed by %s", run_id, worker)
     try:
         run = with_db_retry(lambda: Run.objects.get(pk=run_id), what=f"run {run_id}: loading")

@@ -11,12 +11,13 @@ import math
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404
 
@@ -32,7 +33,9 @@ from benchmarks.results import (
     quality_table,
     shown_metrics,
     slo_table,
+    void_reasons,
 )
+from benchmarks.results import RequestResult as EngineRequestResult
 from benchmarks.spec.load import from_dict
 from benchmarks.spec.model import WorkflowValidationError
 from benchmarks.status import RequestStatus
@@ -46,6 +49,8 @@ from cbweb.workflows.limits import spec_limits
 CHART_POINTS = 2000
 COMPARE_POINTS = 500
 CDF_POINTS = 400
+# The range of an attainment, a fairness or a fraction: their intervals are cut to it.
+FRACTION = (0.0, 1.0)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
 RUN_FILTERS = (
     "status",
@@ -124,19 +129,27 @@ def run_nodes(*, run: Run) -> list[NodeResult]:
     return list(run.node_results.all())
 
 
-def _engine_application(app: ApplicationResult) -> EngineApplicationResult:
-    """Return a stored application result as the engine's typed one (its requests left out)."""
+def _engine_application(app: ApplicationResult, *, requests: bool = False) -> EngineApplicationResult:
+    """Return a stored application result as the engine's typed one, its requests left out unless
+    ``requests``."""
     data = {k: v for k, v in model_to_dict(app).items() if k in _ENGINE_APPLICATION_FIELDS}
-    return EngineApplicationResult.model_validate({**data, "model": app.model or None, "requests": []})
+    rows = (
+        [{**r, "error": r["error"] or None} for r in app.requests.values(*_ENGINE_REQUEST_FIELDS)]
+        if requests
+        else []
+    )
+    return EngineApplicationResult.model_validate({**data, "model": app.model or None, "requests": rows})
 
 
 _ENGINE_APPLICATION_FIELDS = set(EngineApplicationResult.model_fields) - {"requests"}
+_ENGINE_REQUEST_FIELDS = tuple(EngineRequestResult.model_fields)
 
 
 def slo_rows(*, run: Run) -> list[SloRow]:
-    """Return the per-application SLO table (the engine's ``slo_table`` over the stored results):
-    attainment, p50/p90/p99 per SLO metric, normalised latency."""
-    return slo_table(_engine_application(app) for app in run_applications(run=run))
+    """Return the per-application SLO table (the engine's ``slo_table`` over the stored results and
+    their requests): attainment with its 95 % interval and its curve against the scaled SLO
+    thresholds, p50/p90/p99 per SLO metric, normalised latency."""
+    return slo_table(_engine_application(app, requests=True) for app in run_applications(run=run))
 
 
 def quality_rows(*, run: Run) -> list[QualityRow]:
@@ -157,10 +170,10 @@ def _quality_ci(results: list[ApplicationResult]) -> list[dict[str, Any]]:
             values[name].append(figure.value)
     out = []
     for name, unit in units.items():
-        ci = _ci(values[name])
+        ci = _ci(values[name], FRACTION if unit == "fraction" else (0.0, math.inf))
         text = _quality_text(ci["mean"], unit) if ci else "-"
-        if ci and ci["ci95"] is not None:
-            text += f" ± {_quality_text(ci['ci95'], unit)}"
+        if ci and ci["low"] is not None:
+            text += f" [{_quality_text(ci['low'], unit)} - {_quality_text(ci['high'], unit)}]"
         out.append({"name": name, "unit": unit, "pct": unit == "fraction", "value": ci, "text": text})
     return out
 
@@ -474,11 +487,12 @@ def run_charts(*, run: Run) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _ci(values: list[float]) -> dict[str, Any] | None:
-    if not values:
-        return None
-    mean, half = metrics.mean_ci95(values)
-    return {"mean": mean, "ci95": half, "n": len(values)}
+def _ci(values: list[float], bounds: tuple[float, float] = (0.0, math.inf)) -> dict[str, Any] | None:
+    """Return the mean of a figure over runs with its 95 % t interval cut to the figure's ``bounds``
+    (``metrics.estimate``; every figure these pages average is at least 0): ``{mean, low, high, n}``,
+    ``low`` and ``high`` None for a single run."""
+    e = metrics.estimate(values, bounds=bounds, min_runs=2)
+    return None if e is None else {"mean": e.mean, "low": e.low, "high": e.high, "n": e.n}
 
 
 def _cdf(values: list[float], points: int = CDF_POINTS) -> dict[str, list[float]]:
@@ -491,14 +505,22 @@ def _cdf(values: list[float], points: int = CDF_POINTS) -> dict[str, list[float]
     return {"x": [float(x) for x in ordered], "p": [float(x) for x in p]}
 
 
-def _delta(value: dict[str, Any] | None, base: dict[str, Any] | None, kind: str) -> str | None:
+def _delta(
+    value: dict[str, Any] | None, base: dict[str, Any] | None, kind: str, claim: bool = False
+) -> str | None:
     """Return the change of a column's mean against the first column's, as text (None when either
-    is missing): ``pct`` in percentage points, ``s`` in seconds with the relative change, else plain."""
+    is missing): ``pct`` in percentage points, ``s`` in seconds with the relative change, else plain.
+    With ``claim`` and both intervals known, what they say (``metrics.claim_between``: "beats" only
+    when they separate, else "not distinguishable")."""
     if not value or not base:
         return None
     d = value["mean"] - base["mean"]
     if kind == "pct":
-        return f"{d * 100:+.1f} pt"
+        text = f"{d * 100:+.1f} pt"
+        if claim and value["low"] is not None and base["low"] is not None:
+            verdict = metrics.claim_between((value["low"], value["high"]), (base["low"], base["high"]))
+            text += f", {verdict.value}"
+        return text
     if kind == "s":
         relative = f" ({d / base['mean'] * 100:+.0f} %)" if base["mean"] else ""
         return f"{d:+.2f} s{relative}"
@@ -547,7 +569,10 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
     """Compare runs: groups (repetitions of one launch form one group, shown as mean and 95 % CI),
     run-level rows and a per-application table with deltas against the first group, latency CDFs of
     every latency metric of each application, telemetry overlays, and warnings when the runs did not
-    run the same workflow version.
+    run the same workflow version. A void run (``benchmarks.results.void_reasons``: a failed product
+    check, outputs not finite) is left out of its group's figures and listed with its reason (``void``).
+    An application's attainment also has the Wilson interval over its group's requests, and its change
+    against the first group says whether the intervals separate (``metrics.claim_between``).
     """
     groups: dict[Any, list[Run]] = {}
     for run in runs:
@@ -569,33 +594,45 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         label = (
             f"run {first.pk}" if len(batch_runs) == 1 else f"runs {', '.join(str(r.pk) for r in batch_runs)}"
         )
-        summaries = [r.summary or {} for r in batch_runs]
+        why = {r.pk: void_reasons(r.result or {}) for r in batch_runs}
+        void = [f"run {pk}: {'; '.join(reasons)}" for pk, reasons in why.items() if reasons]
+        sound = [r for r in batch_runs if not why[r.pk]]
+        summaries = [r.summary or {} for r in sound]
         column: dict[str, Any] = {
             "label": f"{label} · {first.workflow_label} · {first.scheduler_label}",
             "runs": [r.pk for r in batch_runs],
+            "void": void,
             "mean_attainment": _ci(
-                [s["mean_attainment"] for s in summaries if s.get("mean_attainment") is not None]
+                [s["mean_attainment"] for s in summaries if s.get("mean_attainment") is not None], FRACTION
             ),
-            "fairness": _ci([s["fairness"] for s in summaries if s.get("fairness") is not None]),
+            "fairness": _ci([s["fairness"] for s in summaries if s.get("fairness") is not None], FRACTION),
             "requests_served": sum(s.get("requests_served") or 0 for s in summaries),
             "requests_requested": sum(s.get("requests_requested") or 0 for s in summaries),
             "partial": any(s.get("partial") for s in summaries),
             "makespan_s": _ci([s["makespan_s"] for s in summaries if s.get("makespan_s") is not None]),
             "applications": {},
         }
-        names = {n for r in batch_runs for n in by_run[r.pk]}
+        names = {n for r in sound for n in by_run[r.pk]}
         for name in sorted(names):
-            results = [by_run[r.pk][name] for r in batch_runs if name in by_run[r.pk]]
+            results = [by_run[r.pk][name] for r in sound if name in by_run[r.pk]]
             engine = _engine_application(results[0])
             shown = shown_metrics(engine) or ["e2e"]
             metric = shown[0]
             # Every latency metric the application recorded, those of its SLOs first.
             latency_metrics = list(dict.fromkeys([*shown, *(m for a in results for m in a.metrics)]))
             requests = [r.metrics for a in results for r in a.requests.all()]
+            met = sum(a.requests_met or 0 for a in results)
+            due = sum(max(a.requests_requested, a.requests_counted) for a in results)
+            pooled = metrics.proportion_interval(met, due) if engine.slo and due else None
             column["applications"][name] = {
                 "metric": metric,
                 "has_slo": bool(engine.slo),
-                "attainment": _ci([a.slo_attainment for a in results if a.slo_attainment is not None]),
+                "requests": None
+                if pooled is None
+                else {"met": met, "due": due, "low": pooled[0], "high": pooled[1]},
+                "attainment": _ci(
+                    [a.slo_attainment for a in results if a.slo_attainment is not None], FRACTION
+                ),
                 "p50": _ci(
                     [
                         a.metrics[metric]["p50"]
@@ -627,7 +664,9 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             "cells": [
                 {
                     "value": col[key],
-                    "delta": _delta(col[key], base[key], kind) if col is not base else None,
+                    "delta": _delta(col[key], base[key], kind, claim=kind == "pct")
+                    if col is not base
+                    else None,
                     # A partial run's attainment is over the requests asked for (docs/metrics.md).
                     "of_requested": key == "mean_attainment" and col["partial"],
                 }
@@ -653,6 +692,12 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
             delta = None
             if cell and base_cell and col is not base:
                 delta = _delta(cell["attainment"], base_cell["attainment"], "pct")
+                if delta and cell["requests"] and base_cell["requests"]:
+                    verdict = metrics.claim_between(
+                        (cell["requests"]["low"], cell["requests"]["high"]),
+                        (base_cell["requests"]["low"], base_cell["requests"]["high"]),
+                    )
+                    delta += f", {verdict.value}"
                 for q in cell["quality"]:
                     other = base_quality.get(q["name"])
                     if other and q["value"] and other["value"]:
@@ -671,6 +716,7 @@ def run_compare(*, runs: list[Run]) -> dict[str, Any]:
         "table": table,
         "telemetry": telemetry,
         "warnings": compare_warnings(runs=runs),
+        "void": any(col["void"] for col in columns),
     }
 
 
@@ -716,14 +762,57 @@ def run_live_nodes(*, run: Run) -> list[dict[str, Any]]:
     return nodes
 
 
+def run_queued_count(*, user: Any) -> int:
+    """Return how many runs ``user`` has queued."""
+    return Run.objects.filter(owner=user, status=Run.Status.QUEUED).count()
+
+
+def run_waiting(*, platform_id: int | None) -> QuerySet[Run]:
+    """Return the runs queued for a platform (None: for any worker) that a worker may still start."""
+    where = Q(platform__isnull=True) if platform_id is None else Q(platform_id=platform_id)
+    return Run.objects.filter(where, status=Run.Status.QUEUED, cancel_requested=False)
+
+
+def run_queue_turns(*, platform_id: int | None) -> list[tuple[int, list[int]]]:
+    """Return the users with runs queued for a platform (None: for any worker) in the order their
+    turns come, each with their queued run ids, oldest first.
+
+    A user's turn comes before another's when their last run started earlier (or they never ran
+    one); between users whose last starts tie, the one whose oldest queued run is older goes first.
+    Cancel-requested runs are left out: no worker will start them.
+    """
+    queued: dict[int, list[int]] = {}
+    for owner_id, pk in run_waiting(platform_id=platform_id).order_by("pk").values_list("owner_id", "pk"):
+        queued.setdefault(owner_id, []).append(pk)
+    served = dict(
+        Run.objects.filter(owner_id__in=list(queued), started_at__isnull=False)
+        .values("owner_id")
+        .annotate(last=Max("started_at"))
+        .values_list("owner_id", "last")
+    )
+    never = datetime.min.replace(tzinfo=UTC)
+    return sorted(queued.items(), key=lambda item: (served.get(item[0]) or never, item[1][0]))
+
+
+def run_ahead_in_queue(*, run: Run) -> int:
+    """Return how many queued runs start before ``run`` if no other run is queued meanwhile: the users
+    take turns (``run_queue_turns``), one run each, in that order."""
+    turns = run_queue_turns(platform_id=run.platform_id)
+    mine = next((i for i, (_, ids) in enumerate(turns) if run.pk in ids), None)
+    if mine is None:
+        return 0
+    k = turns[mine][1].index(run.pk)  # the user's earlier runs: k rounds before this one's
+    return k + sum(min(len(ids), k + (i < mine)) for i, (_, ids) in enumerate(turns) if i != mine)
+
+
 def run_wait_reason(*, run: Run) -> str | None:
     """Return why a queued run has not started, from the workers' heartbeats (``Platform.last_seen_at``)
     and the runs ahead of it; None for a run that is not queued."""
     if run.status != Run.Status.QUEUED:
         return None
-    ahead = Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=run.created_at).count()
+    ahead = run_ahead_in_queue(run=run)
     running = Run.objects.filter(status=Run.Status.RUNNING).count()
-    queue = f"{ahead} queued run(s) ahead of it and {running} running"
+    queue = f"{ahead} queued run(s) ahead of it (users take turns) and {running} running"
     if settings.CB_RUN_EXECUTOR == "local":
         return f"The web server executes runs one at a time (no broker is configured): {queue}."
     lost = f"no worker heartbeat within the last {settings.CB_WORKER_LOST_AFTER_S:g} s"
@@ -852,7 +941,10 @@ def run_history(*, workflow_id: int, order: str = "time") -> dict[str, Any]:
                 "branch": first.branch,
                 "version": first.version_number,
                 "applications": {
-                    name: {figure: _ci(values) for figure, values in figures.items()}
+                    name: {
+                        figure: _ci(values, FRACTION if figure == "attainment" else (0.0, math.inf))
+                        for figure, values in figures.items()
+                    }
                     for name, figures in per_app.items()
                 },
                 "regressions": [x for r in members for x in regressions.get(r.pk, [])],

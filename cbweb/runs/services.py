@@ -12,11 +12,12 @@ and ``run_take_for_dispatch`` (queued runs with no message on the broker -> sent
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
@@ -41,7 +42,7 @@ from benchmarks.status import RunStatus
 from cbweb.permissions import check_can_edit
 from cbweb.platforms.models import Platform
 from cbweb.runs.models import ApplicationResult, NodeResult, RequestResult, Run, RunTag, TelemetryChunk
-from cbweb.runs.selectors import run_telemetry
+from cbweb.runs.selectors import run_queue_turns, run_queued_count, run_telemetry, run_waiting
 from cbweb.runs.telemetry import ChunkWrite, encode
 from cbweb.workflows.limits import spec_limits
 from cbweb.workflows.models import WorkflowVersion
@@ -176,6 +177,7 @@ def run_create(
         )
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValidationError({"repeats": f"repeats must be between 1 and {MAX_REPEATS}"})
+    run_quota_check(user=user, repeats=repeats)
     if memory := launch_memory_problems(workflow=workflow, platform=platform):
         raise ValidationError({"platform": memory})
     checked = run_meta_check(meta or {})
@@ -201,6 +203,22 @@ def run_create(
     return runs
 
 
+def run_quota_check(*, user: Any, repeats: int) -> None:
+    """Refuse (ValidationError on ``repeats``) a launch that would give ``user`` more queued runs than
+    CB_MAX_QUEUED_RUNS_PER_USER. The user's row is locked first, so two launches at once are counted
+    one after the other (PostgreSQL; SQLite's write lock already serialises them)."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    allowed = int(settings.CB_MAX_QUEUED_RUNS_PER_USER)
+    queued = run_queued_count(user=user)
+    if queued + repeats > allowed:
+        raise ValidationError(
+            {
+                "repeats": f"you have {queued} queued run(s) and the lab allows {allowed} per user: "
+                f"{max(allowed - queued, 0)} more can be queued now (wait for yours to start, or cancel some)"
+            }
+        )
+
+
 def run_meta_check(meta: Mapping[str, Any]) -> RunMeta:
     """Return checked run metadata (``benchmarks.runmeta.check_meta``); raise ValidationError with a
     message per field that breaks a rule."""
@@ -211,6 +229,32 @@ def run_meta_check(meta: Mapping[str, Any]) -> RunMeta:
         for field, message in exc.problems:
             errors.setdefault(field, []).append(message)
         raise ValidationError(errors) from None
+
+
+# How many queued runs beyond each user's first a claim tries when others took those first.
+CLAIM_TRIES = 100
+
+
+def run_claim_fair(*, run_id: int, worker: str, same_queue: Callable[[int], bool]) -> int | None:
+    """Claim the queued run that is next in turn among those waiting where ``run_id`` waits; return its
+    id, or None when none is left to claim.
+
+    The fair queue: a broker message (or the local executor's entry) stands for "a run is waiting on
+    this queue", not for one run. The runs waiting on the same platform (``same_queue`` keeps those of
+    the same queue when no platform is named) are taken in the users' turns (``run_queue_turns``).
+    Every queued run has a message, and every message claims at most one run, so every run is
+    claimed; a user with many queued runs no longer holds the queue while another waits.
+    """
+    platform_id = Run.objects.filter(pk=run_id).values_list("platform_id", flat=True).first()
+    turns = run_queue_turns(platform_id=platform_id)
+    heads = [queued[0] for _, queued in turns]
+    waiting = run_waiting(platform_id=platform_id)
+    # Another worker may take a head first: then this message's own run, then any other in order.
+    rest = waiting.exclude(pk__in=heads).order_by("pk").values_list("pk", flat=True)[:CLAIM_TRIES]
+    for candidate in dict.fromkeys([*heads, run_id, *rest]):
+        if (candidate == run_id or same_queue(candidate)) and run_claim(run_id=candidate, worker=worker):
+            return candidate
+    return None
 
 
 def run_claim(*, run_id: int, worker: str) -> bool:

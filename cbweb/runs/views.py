@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import mimetypes
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -20,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from cbweb.api.throttles import page_write_throttle
 from cbweb.permissions import can_edit, readable
 from cbweb.runs import dispatch, selectors, services
 from cbweb.runs.forms import RunLaunchForm
@@ -45,6 +47,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@page_write_throttle()
 def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
     workflow = workflow_selectors.workflow_get(pk=workflow_pk)
     latest = workflow_selectors.version_latest(workflow=workflow)
@@ -70,8 +73,15 @@ def run_launch(request: HttpRequest, workflow_pk: int) -> HttpResponse:
             if len(runs) == 1:
                 return redirect("runs:detail", pk=runs[0].pk)
             return redirect(f"{reverse('runs:list')}?batch={runs[0].batch}")
+    quota = {
+        "queued": selectors.run_queued_count(user=request.user),
+        "allowed": settings.CB_MAX_QUEUED_RUNS_PER_USER,
+    }
     return render(
-        request, "runs/launch.html", {"form": form, "workflow": workflow}, status=400 if form.errors else 200
+        request,
+        "runs/launch.html",
+        {"form": form, "workflow": workflow, "quota": quota},
+        status=400 if form.errors else 200,
     )
 
 
@@ -121,6 +131,7 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
 
 @login_required
 @require_POST
+@page_write_throttle()
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.run_cancel(run=selectors.run_get(pk=pk), user=request.user)
@@ -132,6 +143,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@page_write_throttle()
 def run_delete(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.run_delete(run=selectors.run_get(pk=pk), user=request.user)

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from cbweb.api.throttles import PreviewThrottle, page_write_throttle
 from cbweb.permissions import can_edit, check_can_edit, readable
 from cbweb.runs.selectors import run_list
 from cbweb.workflows import editor, selectors, services
@@ -101,11 +102,13 @@ def _editor(request: HttpRequest, workflow: Workflow | None = None) -> HttpRespo
 
 
 @login_required
+@page_write_throttle()
 def workflow_new(request: HttpRequest) -> HttpResponse:
     return _editor(request)
 
 
 @login_required
+@page_write_throttle()
 def workflow_edit(request: HttpRequest, pk: int) -> HttpResponse:
     workflow = selectors.workflow_get(pk=pk)
     check_can_edit(request.user, workflow, f"workflow '{workflow.name}'")
@@ -114,6 +117,7 @@ def workflow_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@page_write_throttle(PreviewThrottle)
 def workflow_preview(request: HttpRequest) -> JsonResponse:
     """The editor's live preview: the DAG as SVG, the node names, and the engine's errors by field."""
     return JsonResponse(editor.editor_check(data=request.POST).preview())
@@ -121,6 +125,7 @@ def workflow_preview(request: HttpRequest) -> JsonResponse:
 
 @login_required
 @require_POST
+@page_write_throttle()
 def workflow_delete(request: HttpRequest, pk: int) -> HttpResponse:
     workflow = selectors.workflow_get(pk=pk)
     services.workflow_delete(workflow=workflow, user=request.user)
@@ -130,6 +135,7 @@ def workflow_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@page_write_throttle()
 def workflow_archive(request: HttpRequest, pk: int) -> HttpResponse:
     workflow = selectors.workflow_get(pk=pk)
     archived = request.POST.get("archived", "1") == "1"

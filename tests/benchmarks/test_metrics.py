@@ -243,3 +243,75 @@ def test_ranking_compares_entries_without_a_ci_by_their_mean_and_lower_can_be_be
         ("same", 1, (0,)),
         ("slow", 3, ()),
     ]
+
+
+# --------------------------------------------------------------------------------------------------
+# An attainment's interval, its threshold curve and the claims it supports
+# --------------------------------------------------------------------------------------------------
+
+
+def test_the_wilson_interval_of_8_of_10_is_the_textbook_one() -> None:
+    # Wilson's score interval at 95 %: centre (p + z^2/2n) / (1 + z^2/n), half-width
+    # z / (1 + z^2/n) * sqrt(p(1 - p)/n + z^2/4n^2) with z = 1.959964: 0.4902 to 0.9433.
+    low, high = metrics.proportion_interval(8, 10)
+    assert (low, high) == (pytest.approx(0.4902, abs=1e-4), pytest.approx(0.9433, abs=1e-4))
+
+
+def test_the_wilson_interval_stays_inside_0_and_1_at_the_extremes() -> None:
+    # With none or all met the interval touches the bound: z^2 / (n + z^2) = 0.3903 for n = 6.
+    assert metrics.proportion_interval(0, 6) == (0.0, pytest.approx(0.3903, abs=1e-4))
+    assert metrics.proportion_interval(6, 6) == (pytest.approx(0.6097, abs=1e-4), 1.0)
+    assert metrics.proportion_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        metrics.proportion_interval(7, 6)
+
+
+def test_early_stopping_counts_are_mlperf_loadgens() -> None:
+    # LoadGen (loadgen/early_stopping.cc): with no request over the bound, a p99 claim needs 459
+    # requests (ceil(log 0.01 / log 0.99)) and a p90 claim 44 (0.9^44 = 0.0097 < 0.01, 0.9^43 = 0.0108).
+    assert metrics.requests_needed(0, 0.99) == 459
+    assert metrics.requests_needed(0, 0.9) == 44
+    # One miss: P(X <= 1) for Binom(64, 0.1) = 0.0095 < 0.01, for Binom(63, 0.1) 0.0104.
+    assert metrics.requests_needed(1, 0.9) == 64
+    from scipy.stats import binom
+
+    for misses in (0, 1, 5, 20):
+        n = metrics.requests_needed(misses, 0.9)
+        assert binom.cdf(misses, n, 0.1) < 0.01 <= binom.cdf(misses, n - 1, 0.1)
+    with pytest.raises(ValueError):
+        metrics.requests_needed(0, 1.0)
+
+
+def test_met_needs_the_whole_interval_at_the_goal_and_beats_needs_intervals_apart() -> None:
+    assert metrics.claim_against_goal(0.91, 0.99, 0.9) is metrics.Claim.MET
+    assert metrics.claim_against_goal(0.6, 0.95, 0.9) is metrics.Claim.INCONCLUSIVE
+    assert metrics.claim_against_goal(0.5, 0.89, 0.9) is metrics.Claim.MISSED
+    assert metrics.claim_between((0.8, 0.95), (0.4, 0.7)) is metrics.Claim.BEATS
+    assert metrics.claim_between((0.4, 0.7), (0.8, 0.95)) is metrics.Claim.TRAILS
+    assert metrics.claim_between((0.6, 0.9), (0.4, 0.7)) is metrics.Claim.NOT_DISTINGUISHABLE
+
+
+def test_the_attainment_curve_rescores_the_same_requests_at_scaled_thresholds() -> None:
+    slos = [parse_slo("e2e<=1s")]
+    requests = [req(x) for x in (0.5, 0.85, 0.95, 1.05, 1.2)]
+    figure = metrics.attainment(requests, slos, requested=6)  # one request never served: a miss
+    assert figure is not None and (figure.met, figure.due) == (3, 6)
+    assert figure.value == 0.5
+    assert dict(figure.curve) == pytest.approx({0.8: 1 / 6, 0.9: 2 / 6, 1.0: 3 / 6, 1.1: 4 / 6, 1.25: 5 / 6})
+    assert (figure.low, figure.high) == pytest.approx(metrics.proportion_interval(3, 6))
+    assert metrics.attainment(requests, [], requested=6) is None
+
+
+def test_an_attainment_at_its_goal_on_too_few_requests_says_so() -> None:
+    slos = [parse_slo("e2e<=1s")]
+    six = metrics.attainment([req(0.1)] * 6, slos)
+    assert six is not None and six.value == 1.0
+    assert six.claim(0.9) is metrics.Claim.INCONCLUSIVE  # Wilson's low bound 0.61
+    assert six.requests_needed(0.9) == 44 and six.too_few_for(0.9)
+    fifty = metrics.attainment([req(0.1)] * 50, slos)
+    assert fifty is not None and not fifty.too_few_for(0.9) and fifty.claim(0.9) is metrics.Claim.MET
+    # Below the goal there is no claim to support: missed, not "too few".
+    half = metrics.attainment([req(0.1)] * 3 + [req(2.0)] * 3, slos)
+    assert half is not None and not half.too_few_for(0.9)
+    # No number of requests supports a 100 % claim.
+    assert six.requests_needed(1.0) is None and six.too_few_for(1.0)

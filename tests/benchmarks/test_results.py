@@ -26,6 +26,7 @@ from benchmarks.results import (
     scheduler_settings,
     shown_metrics,
     slo_table,
+    void_reasons,
     write_bundle,
 )
 from benchmarks.spec.model import SLO
@@ -385,3 +386,44 @@ def test_a_schedulers_settings_and_sm_shares_are_read_from_a_stored_result_mappi
         "shares_percent": {"a": 50},
         "product_check": {"50": None},
     }
+
+
+def test_a_row_has_its_attainments_interval_and_curve_from_the_applications_requests() -> None:
+    def request(index: int, ttft: float) -> dict[str, Any]:
+        return {
+            "index": index,
+            "arrival": 0.0,
+            "start": 0.0,
+            "end": ttft,
+            "status": "ok",
+            "warmup": False,
+            "slo_met": ttft <= 1.0,
+            "metrics": {"ttft": ttft},
+            "info": {},
+            "series": {},
+            "error": None,
+        }
+
+    requests = [request(i, t) for i, t in enumerate((0.5, 0.95, 1.05, 1.3))]
+    (row,) = slo_table([application("chat", ["ttft<=1.0s"], {"ttft": SUMMARY}, requests=requests)])
+    detail = row.attainment_detail
+    assert detail is not None and (detail.met, detail.due) == (2, 4)
+    assert [value for _, value in detail.curve] == [0.25, 0.25, 0.5, 0.75, 0.75]
+    assert 0 < detail.low < 0.5 < detail.high < 1
+    # A stored result without its requests (the web keeps them apart) has no interval to give.
+    (bare,) = slo_table([application("chat", ["ttft<=1.0s"], {"ttft": SUMMARY})])
+    assert bare.attainment_detail is None
+
+
+def test_a_run_is_void_when_its_product_check_failed_or_its_outputs_were_not_all_finite() -> None:
+    finite = {"name": "image", "quality": {"finite_images": {"value": 1.0, "unit": "fraction", "count": 6}}}
+    assert void_reasons({"applications": [finite]}) == []
+    nan = {"name": "image", "quality": {"finite_images": {"value": 0.5, "unit": "fraction", "count": 6}}}
+    assert void_reasons({"applications": [nan]}) == ["outputs not finite: image 50 % finite"]
+    checked = {
+        "shares_percent": {"chat": 25, "image": 50},
+        "product_check": {"25": {"status": "passed"}, "50": {"status": "failed"}},
+    }
+    assert void_reasons({"scheduler": checked, "applications": [finite]}) == ["product check failed at 50 %"]
+    # A run from before the check (none recorded) is not void for that alone.
+    assert void_reasons({"scheduler": {"shares_percent": {"chat": 33}}, "applications": []}) == []

@@ -75,7 +75,10 @@ def test_live_charts_grow_while_the_run_runs_and_a_queued_run_says_why_it_waits(
     page.goto(second)
     wait = page.locator("#wait-reason")
     wait.wait_for(state="visible")
-    assert re.search(r"one at a time .*: 0 queued run\(s\) ahead of it and 1 running", wait.inner_text())
+    assert re.search(
+        r"one at a time .*: 0 queued run\(s\) ahead of it \(users take turns\) and 1 running",
+        wait.inner_text(),
+    )
     page.screenshot(path=str(ARTIFACTS / "live-queued.png"))
 
     page.goto(first)

@@ -216,3 +216,199 @@ def test_a_long_path_is_refused_before_the_admin_url_patterns_try_it() -> None:
     """``admin/r/<path>/<path>/`` backtracks in time quadratic in the path: the path is capped first."""
     response = Client().get("/admin/" + "r/" * 4000)
     assert response.status_code == 414
+
+
+# -- one user filling the lab's queue -------------------------------------------------------------------
+
+
+def launch_page(user: Any) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def test_after_a_429_on_the_api_the_launch_form_is_throttled_too(
+    api: Any, alice: Any, make_workflow: Any, settings: Any
+) -> None:
+    settings.CB_THROTTLE_WRITES = "3/h"
+    workflow = make_workflow(alice)
+    codes = [
+        api.post("/api/v1/runs/", {"workflow": workflow.pk}, format="json").status_code for _ in range(4)
+    ]
+    assert codes == [201, 201, 201, 429]
+    browser = launch_page(alice)
+    version = workflow.versions.get()
+    for _ in range(4):
+        page = browser.post(
+            f"/runs/launch/{workflow.pk}/", {"version": version.pk, "scheduler": "greedy", "repeats": 50}
+        )
+        assert page.status_code == 429 and "try again in" in page.content.decode()
+        assert int(page["Retry-After"]) > 0
+    assert Run.objects.count() == 3
+
+
+def test_editor_saves_and_previews_are_throttled(alice: Any, settings: Any) -> None:
+    settings.CB_THROTTLE_WRITES = "2/h"
+    settings.CB_THROTTLE_PREVIEWS = "3/m"
+    browser = launch_page(alice)
+    yaml_text = "s:\n  type: Sleep\n  num_requests: 1\n"
+    saves = [
+        browser.post("/workflows/new/", {"action": "import", "yaml_text": yaml_text}).status_code
+        for _ in range(3)
+    ]
+    assert saves[-1] == 429 and 429 not in saves[:2]
+    previews = [
+        browser.post("/workflows/preview/", {"action": "check"}, HTTP_ACCEPT="application/json")
+        for _ in range(4)
+    ]
+    assert [p.status_code == 429 for p in previews] == [False, False, False, True]
+    assert "try again in" in previews[-1].json()["errors"][0]["message"]
+
+
+def test_four_launches_of_50_repeats_queue_no_more_than_the_per_user_cap(
+    alice: Any, make_workflow: Any, settings: Any
+) -> None:
+    settings.CB_MAX_QUEUED_RUNS_PER_USER = 20
+    workflow = make_workflow(alice)
+    version = workflow.versions.get()
+    browser = launch_page(alice)
+    first = browser.get(f"/runs/launch/{workflow.pk}/")
+    assert "You have 0 queued runs; the lab allows 20 per user" in first.content.decode()
+    pages = [
+        browser.post(
+            f"/runs/launch/{workflow.pk}/", {"version": version.pk, "scheduler": "greedy", "repeats": repeats}
+        )
+        for repeats in (50, 50, 15, 10)
+    ]
+    assert [p.status_code for p in pages] == [400, 400, 302, 400]
+    assert "you have 15 queued run(s) and the lab allows 20 per user: 5 more can be queued now" in (
+        pages[-1].content.decode().replace("&#x27;", "'")
+    )
+    assert Run.objects.filter(owner=alice, status=Run.Status.QUEUED).count() == 15
+
+
+def test_queued_runs_start_in_turns_across_users_not_first_come_first_served(
+    alice: Any, bob: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from cbweb.runs import selectors, services
+
+    mine = make_run(make_workflow(alice), alice, repeats=3)
+    theirs = make_run(make_workflow(bob), bob)
+    assert selectors.run_ahead_in_queue(run=theirs) == 1  # alice's first, then bob's turn
+    assert selectors.run_ahead_in_queue(run=mine[2]) == 3
+
+    def claim(message: Run) -> int | None:
+        return services.run_claim_fair(run_id=message.pk, worker="w", same_queue=lambda pk: True)
+
+    # Each broker message claims the run whose turn it is, whichever run it was sent for.
+    order = [claim(message) for message in (*mine, theirs)]
+    assert order == [mine[0].pk, theirs.pk, mine[1].pk, mine[2].pk]
+    assert claim(theirs) is None  # every run was claimed once; a duplicate message finds nothing
+
+
+def test_a_run_on_another_queue_is_not_taken_out_of_turn(
+    alice: Any, bob: Any, make_workflow: Any, make_run: Any
+) -> None:
+    from cbweb.runs import services
+
+    gpu = make_run(make_workflow(alice), alice)
+    cpu = make_run(make_workflow(bob), bob)
+    claimed = services.run_claim_fair(run_id=cpu.pk, worker="w", same_queue=lambda pk: pk == cpu.pk)
+    assert claimed == cpu.pk
+    gpu.refresh_from_db()
+    assert gpu.status == Run.Status.QUEUED
+
+
+# -- the model server ----------------------------------------------------------------------------------
+
+
+def packaged_gguf() -> Path:
+    from benchmarks.models import resolve
+
+    model = resolve("smollm2-135m", ("gguf",), "test")
+    assert model.path is not None
+    return model.path
+
+
+@pytest.fixture
+def dot_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FilePolicy, Path]:
+    """The attack: the worker's working directory holds a .gguf that links outside every model folder;
+    the one model folder holds a model of its own."""
+    models, work, outside = tmp_path / "models", tmp_path / "work", tmp_path / "outside"
+    for folder in (models, work, outside):
+        folder.mkdir()
+    (models / "allowed.gguf").symlink_to(packaged_gguf())
+    (outside / "secret.gguf").symlink_to(packaged_gguf())
+    (work / "stolen.gguf").symlink_to(outside / "secret.gguf")
+    monkeypatch.chdir(work)
+    return FilePolicy.restricted([tmp_path / "data"], [models, packaged_gguf().parent]), models
+
+
+def test_model_dot_resolves_inside_the_model_folders_not_in_the_working_directory(
+    dot_model: tuple[FilePolicy, Path],
+) -> None:
+    from benchmarks.spec.load import load_yaml
+
+    policy, models = dot_model
+    unit = load_yaml("srv:\n  type: LLMServer\n  model: .\n").applications["srv"]
+    resolved = policy.resolve_model(unit, ("gguf",), "LLMServer")
+    assert resolved.path is not None and resolved.path.parent == models
+
+
+@pytest.mark.llama_server
+def test_an_llm_server_with_model_dot_loads_the_allowed_model_and_answers_only_its_clients(
+    dot_model: tuple[FilePolicy, Path], tmp_path: Path
+) -> None:
+    """The run records the model folder's file, not the working directory's link; while it runs, a
+    request without the run's key (another local user's) is refused and /v1/models names no path."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from benchmarks.runner import run_workflow
+    from benchmarks.spec.load import load_yaml
+
+    policy, _ = dot_model
+    text = (
+        "srv:\n  type: LLMServer\n  model: .\n  n_ctx: 512\n"
+        "chat:\n  type: Chatbot\n  server: srv\n  num_requests: 2\n  max_tokens: 4\n"
+    )
+    seen: dict[str, Any] = {}
+
+    class Probe:
+        """A sink that, once the server has loaded, calls it as another local user would."""
+
+        def on_event(self, event: Any) -> None:
+            url = (event.get("loaded") or {}).get("url") if event.get("kind") == "load_end" else None
+            if url and "models" not in seen:
+                try:
+                    urllib.request.urlopen(f"{url}/v1/chat/completions", data=b"{}", timeout=5)
+                except urllib.error.HTTPError as exc:
+                    seen["completion"] = exc.code
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as reply:
+                    seen["models"] = json.loads(reply.read())
+
+    result = run_workflow(load_yaml(text), files=policy, sink=Probe())
+    loaded = result.nodes["srv"].loaded
+    assert loaded["file"] == "allowed.gguf"
+    assert seen["completion"] == 401
+    assert str(tmp_path) not in json.dumps(seen["models"]) and "/" not in seen["models"]["data"][0]["id"]
+
+
+def test_the_temporary_folders_of_a_killed_runner_are_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    import signal
+
+    from benchmarks.runner.dag import sweep_dead_temp_folders, temp_prefix
+
+    dead = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    left = tmp_path / f"consumerbench-private-{dead.pid}-abc123"
+    left.mkdir()
+    (left / "server.log").write_text("x")
+    dead.send_signal(signal.SIGKILL)
+    dead.wait()
+    mine = tmp_path / f"{temp_prefix('private')}xyz789"
+    mine.mkdir()
+    other = tmp_path / "consumerbench-notes"
+    other.mkdir()
+    assert sweep_dead_temp_folders(tmp_path) == [left]
+    assert not left.exists() and mine.exists() and other.exists()

@@ -22,16 +22,17 @@
       pointBackgroundColor: values.map((_, i) => (regressedAt && regressedAt[i] ? "#dc2626" : color)),
       pointBorderColor: values.map((_, i) => (regressedAt && regressedAt[i] ? "#dc2626" : color)),
     };
-    const hasCi = data.points.some((p) => { const f = figure(p, app, key); return f && f.ci95 !== null; });
+    const hasCi = data.points.some((p) => { const f = figure(p, app, key); return f && f.low !== null; });
     if (!hasCi) return [line];
-    const bound = (sign) => data.points.map((p) => {
+    // The bounds are cut to the figure's range by the server (an attainment stays in 0-100 %).
+    const bound = (side) => data.points.map((p) => {
       const f = figure(p, app, key);
-      return f ? (f.mean + sign * (f.ci95 || 0)) * scale : null;
+      return f ? (f[side] === null ? f.mean : f[side]) * scale : null;
     });
     const band = { borderWidth: 0, pointRadius: 0, backgroundColor: color + "33", spanGaps: true };
     return [
-      { ...band, label: `${label} 95 % CI low`, data: bound(-1), fill: false },
-      { ...band, label: `${label} 95 % CI high`, data: bound(1), fill: "-1" },
+      { ...band, label: `${label} 95 % CI low`, data: bound("low"), fill: false },
+      { ...band, label: `${label} 95 % CI high`, data: bound("high"), fill: "-1" },
       line,
     ];
   }

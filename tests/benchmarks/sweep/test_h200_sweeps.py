@@ -189,3 +189,25 @@ def test_the_crowd_sweep_runs_the_captions_beside_each_number_of_image_processes
         assert len(images) == int(name[1:])
         assert all(data["workflows"][n].get("background") for n in images)
         assert all(data["image"]["slo"] == [] for _ in images)
+
+
+def test_the_starvation_curve_runs_each_k_three_times_untraced(tmp_path):
+    sweep = load_sweep(STUDIES / "captions-starvation.yml")
+    steps = [f"{s.workflow}/{s.scheduler}" for s in plan(sweep, State(tmp_path))]
+    assert sorted(set(steps)) == sorted(f"b{k}/greedy" for k in (8, 10, 12, 14, 16))
+    assert len(steps) == 15 and not sweep.kernel_trace
+    for name, data in sweep.base.items():
+        busy = [n for n in data["workflows"] if n.startswith("busy-")]
+        # K busy processes, each its own node (its own CUDA context), in the background.
+        assert len(busy) == int(name[1:])
+        assert all(data["workflows"][n].get("background") for n in busy)
+
+
+@pytest.mark.models
+def test_cpu_smoke_runs_the_starvation_curve_to_its_summary(tmp_path, monkeypatch, capsys):
+    state = tmp_path / "state"
+    smoke = ["sweep", str(STUDIES / "captions-starvation.yml"), "--cpu-smoke", "--repeats", "1"]
+    assert main([*smoke, "--state", str(state)]) == 0
+    assert main([*smoke, "--state", str(state), "--summarize", "--out", str(tmp_path / "summary")]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary["grid"]) == 5 if "grid" in summary else summary

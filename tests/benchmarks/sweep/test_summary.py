@@ -9,9 +9,10 @@ from xml.etree import ElementTree
 import pytest
 
 from benchmarks.cli import main
+from benchmarks.metrics import proportion_interval
 from benchmarks.sweep.markdown import HAND_WRITTEN_MARKER
 from benchmarks.sweep.model import load_sweep
-from benchmarks.sweep.plots import attainment_plot, attainment_rows, not_finite_bars
+from benchmarks.sweep.plots import attainment_plot, attainment_rows, void_bars
 from benchmarks.sweep.state import State, Step
 from benchmarks.sweep.summary import summarize, write_summary
 from tests.benchmarks.sweep.conftest import ROOT, attained, h200, not_run, record
@@ -168,7 +169,8 @@ def test_the_markdown_keeps_its_hand_written_part_and_names_the_plots_drawn_besi
     )
     text = md.read_text()
     assert "old tables" not in text and text.endswith(f"{HAND_WRITTEN_MARKER}\n\n## Findings\n\nby hand\n")
-    assert "| greedy | 2 | 75 % (50 %, 100 %) | 80.0 % (40.0 %) |" in text
+    # Two runs: the t interval (12.7 standard errors wide) cut to 0-100 %.
+    assert "| greedy | 2 | 75 % [0-100 %] (50 %, 100 %) | 80.0 % (40.0 %) |" in text
     assert [p.name for p in plots] == ["s-attainment.svg", "s-sm-activity.svg"]
     assert "`s-attainment.svg`, `s-sm-activity.svg`" in text and "![" not in text
     for plot in plots:
@@ -251,13 +253,18 @@ def test_the_attainment_plot_leaves_out_applications_without_an_slo_and_a_solo_s
     assert series == ["solo", "greedy"] and [name for name, _ in rows] == ["b8: captions", "b8: busy-1"]
 
 
-def test_the_attainment_plot_marks_the_bars_of_outputs_not_finite(tmp_path):
-    # The committed first sharing grid: under partition every image was NaN (the tables flag it).
-    summary = json.loads((ROOT / "docs/results/kernels-sharing-h100-33pct.json").read_text())
-    workflows = summary["grid"]["mix"]["cudnn"]
-    assert not_finite_bars({"mix": workflows}) == {("mix: image", "partition"): 0.0}
-    assert attainment_plot({"mix": workflows}, ["greedy", "partition"], tmp_path / "a.svg") is not None
-    assert "outputs not finite (0% finite)" in (tmp_path / "a.svg").read_text()
+def test_the_attainment_plot_says_where_every_run_of_a_scheduler_was_void(tmp_path):
+    # As in the first sharing grid: under partition every image was NaN, so its runs are void.
+    workflows = {
+        "mix": {
+            "greedy": {"apps": {"image": {"slo_attainment": 1.0}}},
+            "partition": {"apps": {}, "void": ["run 1: outputs not finite: image 0 % finite"]},
+        }
+    }
+    assert void_bars(workflows) == {("mix: image", "partition")}
+    assert attainment_plot(workflows, ["greedy", "partition"], tmp_path / "a.svg") is not None
+    assert "void runs: left out" in (tmp_path / "a.svg").read_text()
+    assert void_bars({"mix": {**workflows["mix"], "partition": {"apps": {}}}}) == set()
 
 
 def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
@@ -276,7 +283,7 @@ def test_a_load_level_row_names_an_application_that_failed_in_its_run(tmp_path):
     assert "| k2 | greedy | 0 | not run yet |" in text
 
 
-def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_were_nan(tmp_path):
+def test_the_committed_sharing_grid_regenerates_with_the_runs_whose_images_were_nan_left_out(tmp_path):
     # Its partition runs computed on products MPS left unwritten (docs/results/mps-gemm-h100.md): every
     # image NaN, recorded (the runs predate nonfinite: fail); greedy's were all finite.
     text = _regenerate(
@@ -285,8 +292,17 @@ def test_the_committed_sharing_grid_regenerates_and_flags_the_runs_whose_images_
     flagged = [line for line in text.splitlines() if line.startswith("|") and "outputs not finite" in line]
     assert len(flagged) == 3 + 3 + 3  # each level's row, grid row and workflow table row under partition
     assert all("| partition |" in line and "image 0 % finite" in line for line in flagged)
+    # No figure of theirs is left in a table: the reason stands where the figures were.
+    assert all(
+        "| partition | void |" in line or "| partition | 0 | void: runs 1, 2, 3: " in line for line in flagged
+    )
     sweep = json.loads((tmp_path / "kernels-sharing-h100-33pct-sweep.json").read_text())["sweep"]
-    assert [bool(row.get("not_finite")) for row in sweep] == [False] * 3 + [True] * 3
+    assert [bool(row.get("void")) for row in sweep] == [False] * 3 + [True] * 3
+    grid = json.loads((tmp_path / "kernels-sharing-h100-33pct.json").read_text())["grid"]["mix"]
+    void = ["runs 1, 2, 3: outputs not finite: image 0 % finite"]
+    assert all(
+        level["partition"]["runs"] == 0 and level["partition"]["void"] == void for level in grid.values()
+    )
     # The sweep file now sets 25/50/25 %; the tables say the shares these runs had.
     shares = "- partition: SM shares chat 33 %, image 33 %, captions 33 % (no product check recorded); "
     assert text.count(shares) == 3
@@ -302,3 +318,75 @@ def test_the_committed_sharing_grid_at_checked_shares_regenerates_with_every_out
     grid = json.loads((tmp_path / "kernels-sharing-h100.json").read_text())["grid"]["mix"]
     cells = [cell for level in grid.values() for cell in level.values()]
     assert len(cells) == 6 and all(cell["runs"] == 3 and cell["sm_occupancy"] > 0 for cell in cells)
+
+
+def test_an_attainment_has_its_interval_and_threshold_curve_and_a_claim_on_too_few_requests_says_so(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])  # the knee at L0
+    record(state, Step("mix", "mix", "L0", "greedy", repeat=2), [0.1, 0.55])  # met at 1.1x the SLO
+    for repeat in (1, 2):
+        record(state, Step("mix", "mix", "L0", "credit", repeat=repeat), [0.1] * 10)
+    summary = summarize(sweep, state)
+    greedy = summary["workflows"]["mix"]["greedy"]
+    chat = greedy["apps"]["chat"]
+    assert chat["slo_attainment_ci"] == pytest.approx(list(proportion_interval(2, 4)))
+    assert chat["slo_attainment_curve"] == {"0.8": 0.5, "0.9": 0.5, "1": 0.5, "1.1": 0.75, "1.25": 0.75}
+    # 2 of 4 against the study's 90 % goal: Wilson's upper bound 0.85 is below it.
+    assert chat["claim"] == {
+        "goal": 0.9, "verdict": "missed", "requests_due": 4, "requests_needed": 81, "too_few": False
+    }  # fmt: skip
+    assert greedy["mean_attainment_ci"] == [0.5, 0.5]
+    credit = summary["workflows"]["mix"]["credit"]["apps"]["chat"]
+    # 20 of 20 met: at the goal, but p90 needs 44 requests without a miss (MLPerf LoadGen's early stopping).
+    assert credit["claim"] == {
+        "goal": 0.9, "verdict": "inconclusive", "requests_due": 20, "requests_needed": 44, "too_few": True
+    }  # fmt: skip
+    md = tmp_path / "s.md"
+    write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    text = md.read_text()
+    assert "| attainment [95 % CI] (solo) | claim | attainment at SLO x 0.8 / 0.9 / 1 / 1.1 / 1.25 |" in text
+    assert (
+        "| chat | greedy | ttft<=0.5s | 50 % [15-85 %] (50 %, 50 %) (—) | missed (90 % goal) "
+        "| 50 / 50 / 50 / 75 / 75 % |"
+    ) in text
+    assert (
+        "| chat | credit | ttft<=0.5s | 100 % [84-100 %] (100 %, 100 %) (—) "
+        "| inconclusive (90 % goal); too few requests: 20 of 44 needed | 100 / 100 / 100 / 100 / 100 % |"
+    ) in text
+    assert "| greedy | 2 | 50 % [50-50 %] (50 %, 50 %) |" in text
+
+
+def test_a_void_run_leaves_every_figure_of_the_summary_with_its_reason_listed(tmp_path):
+    sweep, state = h200(repeats=2), State(tmp_path)
+    record(state, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    wrong = {"shares_percent": {"chat": 33}, "product_check": {"33": {"status": "failed", "sms": 44}}}
+    record(state, Step("mix", "mix", "L0", "partition"), [0.1] * 5, scheduler=wrong)
+    record(state, Step("mix", "mix", "L0", "partition", repeat=2), [0.1, 0.9])
+    summary = summarize(sweep, state)
+    partition = summary["workflows"]["mix"]["partition"]
+    # The void run's five requests met: averaged in, they would lift 50 % to 75 % (or 86 % pooled).
+    assert partition["runs"] == 1 and partition["mean_attainment"] == 0.5
+    assert partition["apps"]["chat"]["requests"] == 2 and partition["apps"]["chat"]["slo_attainment"] == 0.5
+    assert partition["void"] == ["run 1: product check failed at 33 %"]
+    md = tmp_path / "s.md"
+    write_summary(sweep, state, tmp_path / "s.json", md, "consumerbench sweep x --summarize")
+    assert "| partition | 1 | 50 %; void, left out: run 1: product check failed at 33 % |" in md.read_text()
+    # Every run void: no figure, the reasons instead.
+    state2 = State(tmp_path / "all-void")
+    record(state2, Step("mix", "sweep", "L0", "greedy"), [0.1, 0.9])
+    record(state2, Step("mix", "mix", "L0", "partition"), [0.1] * 5, scheduler=wrong)
+    summary = summarize(sweep, state2)
+    assert summary["workflows"]["mix"]["partition"]["mean_attainment"] is None
+    write_summary(sweep, state2, tmp_path / "v.json", tmp_path / "v.md", "consumerbench sweep x --summarize")
+    assert "| partition | 0 | void: run 1: product check failed at 33 % |" in (tmp_path / "v.md").read_text()
+
+
+def test_a_void_load_level_row_shows_why_instead_of_its_figures(tmp_path):
+    sweep = load_sweep(ROOT / "studies/h200/captions-crowd.yml")
+    state = State(tmp_path / "state")
+    wrong = {"shares_percent": {"chat": 33}, "product_check": {"33": {"status": "failed", "sms": 44}}}
+    record(state, Step("k4", "mix", "K", "greedy"), [0.1, 0.9], scheduler=wrong)
+    (row,) = summarize(sweep, state)["sweep"]
+    assert row["void"] == ["product check failed at 33 %"]
+    write_summary(sweep, state, tmp_path / "s.json", tmp_path / "s.md", "consumerbench sweep x --summarize")
+    assert "| greedy | void | product check failed at 33 % |" in (tmp_path / "s.md").read_text()

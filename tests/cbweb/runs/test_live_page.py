@@ -68,7 +68,7 @@ def test_the_local_executor_says_runs_go_one_at_a_time(
     Run.objects.filter(pk=first.pk).update(created_at=timezone.now() - timedelta(seconds=5))
     assert run_wait_reason(run=Run.objects.get(pk=second.pk)) == (
         "The web server executes runs one at a time (no broker is configured): "
-        "1 queued run(s) ahead of it and 0 running."
+        "1 queued run(s) ahead of it (users take turns) and 0 running."
     )
 
 
@@ -90,7 +90,8 @@ def test_a_gpu_run_without_a_live_gpu_worker_says_so_on_its_page(
     )
     assert (
         run_wait_reason(run=run)
-        == "A GPU worker is live; it waits its turn: 0 queued run(s) ahead of it and 0 running."
+        == "A GPU worker is live; it waits its turn: 0 queued run(s) ahead of it (users take turns) "
+        "and 0 running."
     )
     # Gone quiet: its heartbeat is older than CB_WORKER_LOST_AFTER_S.
     gpu_box.last_seen_at = timezone.now() - timedelta(seconds=settings.CB_WORKER_LOST_AFTER_S + 1)

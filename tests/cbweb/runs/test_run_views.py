@@ -141,12 +141,12 @@ def test_compare_groups_repetitions_with_a_confidence_interval(
     compare = response.context["compare"]
     assert [c["runs"] for c in compare["columns"]] == [[single.pk], [r.pk for r in repeated]]
     second = compare["columns"][1]
-    assert second["mean_attainment"]["n"] == 2 and second["mean_attainment"]["ci95"] is not None
+    assert second["mean_attainment"]["n"] == 2 and second["mean_attainment"]["low"] is not None
     assert second["applications"]["chat"]["cdfs"]["e2e"]["p"][-1] == 1.0
     assert len(second["applications"]["chat"]["cdfs"]["e2e"]["x"]) == 8
     # Every latency metric of an application has its CDF: the SLO's step, then e2e.
     assert list(second["applications"]["spin"]["cdfs"]) == ["step", "e2e"]
-    assert compare["table"][0]["cells"][1]["delta_attainment"] == "+0.0 pt"
+    assert compare["table"][0]["cells"][1]["delta_attainment"] == "+0.0 pt, not distinguishable"
     attainment_row = compare["run_rows"][0]
     assert (
         attainment_row["label"] == "Mean SLO attainment" and attainment_row["cells"][1]["delta"] == "+0.0 pt"
@@ -423,3 +423,129 @@ def test_the_result_page_gives_the_sm_share_of_each_node_of_an_mps_run(finished_
         '<dt>SM shares</dt><dd id="sm-shares">chat 25 %, image 50 % '
         "(product check: 25 % passed, 50 % passed) <small>"
     ) in html
+
+
+def _stored(run: Run, e2es: list[float], requested: int, scheduler: dict[str, Any] | None = None) -> Run:
+    """Store a result through the service that stores results: one Sleep application "tick" (SLO
+    e2e <= 1 s) with one request per e2e, built by the engine's metrics as the runner builds them."""
+    from benchmarks.metrics import application_metrics
+    from benchmarks.results import ResultDocument
+    from benchmarks.spec.model import parse_slo
+    from cbweb.runs.services import run_claim, run_finish
+
+    slo = parse_slo("e2e<=1s")
+    requests = [
+        {
+            "index": i,
+            "arrival": float(i),
+            "start": float(i),
+            "end": i + e2e,
+            "status": "ok",
+            "warmup": False,
+            "slo_met": e2e <= 1.0,
+            "metrics": {"e2e": e2e},
+            "info": {},
+            "series": {},
+            "error": None,
+        }
+        for i, e2e in enumerate(e2es)
+    ]
+    figures = application_metrics(requests, [slo], requested)
+    app = {
+        "name": "tick",
+        "unit": "tick",
+        "type": "Sleep",
+        "device": "cpu",
+        "priority": "low",
+        "model": None,
+        "loaded": {},
+        "slo": [slo.model_dump()],
+        "load_time_s": 0.0,
+        "requests_total": len(e2es),
+        "requests_requested": requested,
+        "requests_counted": figures["requests_counted"],
+        "requests_met": figures["requests_met"],
+        "slo_attainment": figures["slo_attainment"],
+        "metrics": figures["metrics"],
+        "normalized_latency": figures["normalized_latency"],
+        "throughput_rps": figures["throughput_rps"],
+        "requests": requests,
+    }
+    node = {
+        "name": "tick",
+        "uses": "tick",
+        "background": False,
+        "device": "cpu",
+        "status": "succeeded",
+        "started_at": 0.0,
+        "finished_at": float(len(e2es)) + 1,
+        "load_time_s": 0.0,
+        "reason": None,
+    }
+    document = {
+        "schema_version": 3,
+        "status": "completed",
+        "reason": None,
+        "workflow": {},
+        "scheduler": {"name": "greedy", **(scheduler or {})},
+        "platform": {},
+        "repeat_index": 1,
+        "started_at_unix": 0.0,
+        "clock": {},
+        "makespan_s": float(len(e2es)) + 1,
+        "critical_path": ["tick"],
+        "mean_attainment": figures["slo_attainment"],
+        "fairness": None,
+        "requests_requested": requested,
+        "requests_served": len(e2es),
+        "nodes": [node],
+        "applications": [app],
+    }
+    run_claim(run_id=run.pk, worker="test")
+    return run_finish(run_id=run.pk, result=ResultDocument.model_validate(document))
+
+
+TICK_YAML = """\
+tick:
+  type: Sleep
+  sleep_time: 0.1
+  num_requests: 5
+  slo: ["e2e<=1s"]
+"""
+
+
+def test_the_result_page_shows_the_attainment_with_its_interval_and_its_threshold_curve(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    # 3 of 5 within 1 s, the others just past it: the curve climbs from 20 % at 0.8 s to 100 % at 1.25 s.
+    run = _stored(make_run(make_workflow(alice, yaml_text=TICK_YAML), alice), [0.5, 0.85, 0.95, 1.05, 1.2], 5)
+    html = Client().get(f"/runs/{run.pk}/").content.decode()
+    table = html[html.index('id="slo-table"') : html.index("</table>", html.index('id="slo-table"'))]
+    # Wilson's 95 % interval of 3 of 5: 23.1 % to 88.2 %.
+    assert '60 % <span class="ci">[23-88 %]</span>' in table
+    bars = re.findall(r'title="thresholds x([\d.]+): (\d+) %"', table)
+    assert bars == [("0.8", "20"), ("0.9", "40"), ("1.0", "60"), ("1.1", "80"), ("1.25", "100")]
+    assert table.count("curve-point at-slo") == 1
+
+
+def test_compare_cuts_intervals_to_the_possible_range_and_leaves_void_runs_out_with_their_reason(
+    alice: Any, make_workflow: Any, make_run: Any
+) -> None:
+    runs = make_run(make_workflow(alice, yaml_text=TICK_YAML), alice, repeats=4)
+    for run, e2e in zip(runs[:3], (2.0, 2.0, 0.5), strict=True):
+        _stored(run, [e2e], 1)
+    # The fourth met its SLO on shares whose matrix products came out wrong: void, not a 4th sample.
+    wrong = {"shares_percent": {"tick": 33}, "product_check": {"33": {"status": "failed", "sms": 44}}}
+    _stored(runs[3], [0.5], 1, scheduler=wrong)
+    other = _stored(make_run(make_workflow(alice, name="other", yaml_text=TICK_YAML), alice), [0.5] * 5, 5)
+    response = Client().get("/runs/compare/", {"runs": [other.pk, *(r.pk for r in runs)]})
+    compare = response.context["compare"]
+    column = compare["columns"][1]
+    assert column["void"] == [f"run {runs[3].pk}: product check failed at 33 %"]
+    # Attainments 0, 0, 1: mean 1/3 with the t interval +-1.43 cut to 0-100 %.
+    assert column["mean_attainment"] == {"mean": pytest.approx(1 / 3), "low": 0.0, "high": 1.0, "n": 3}
+    html = response.content.decode()
+    assert '33 % <span class="ci">[0-100 %]</span> <small>(n=3)</small>' in html and "±" not in html
+    assert f"run {runs[3].pk}: product check failed at 33 %" in html[html.index('id="compare-void"') :]
+    # Requests pooled: 1 of 3 against 5 of 5, Wilson intervals [6-79 %] and [57-100 %] overlap.
+    assert compare["table"][0]["cells"][1]["delta_attainment"] == "-66.7 pt, not distinguishable"
