@@ -4,15 +4,15 @@ Usage: python -m benchmarks.perf.web_load [--readers 50,200] [--duration 20] [--
 
 Starts docker-compose.yml's services on this machine without Docker (benchmarks/perf/stack.py: nginx,
 gunicorn as deploy/gunicorn.conf.py runs it, a private PostgreSQL and Redis, a CPU worker and the
-sweeper), stores a few finished runs (small Sleep workflows run by the worker) and a workflow with
-two ~1 MB versions, then runs locust headless (benchmarks/perf/web_load_locust.py) for each number of
+sweeper), stores a few finished runs (small Sleep workflows run by the worker) and a workflow with two
+~1 MB versions, then runs locust headless (benchmarks/perf/web_load_locust.py) for each number of
 readers, first alone and then beside attackers that send the costliest requests (150 KB bodies of
-escaped quotes to the validation API with a valid token, a search of 100 one-letter words, the diff
-of the two large versions). Prints, per cell and per page, the readers' requests per second, p50,
-p99 and errors, and what the attackers got. The write throttle is lifted so that every attack
-request reaches the application. Goal on an otherwise idle 2-core machine: 0 reader errors and
-readers' p99 <= 2 s at 200 readers with the attackers running. The load generator runs on the same
-machine and takes its share of the cores.
+escaped quotes to the validation API with a valid token, a search of 100 one-letter words, the diff of
+the two large versions). Prints, per cell and per page, the readers' requests per second, p50, p99 and
+errors, and what the attackers got. The write and preview throttles are lifted so that every attack
+request reaches the application. Goal on an otherwise idle 2-core machine: 0 reader errors and readers'
+p99 <= 2 s at 200 readers with the attackers running. The load generator runs on the same machine and
+takes its share of the cores.
 """
 
 from __future__ import annotations
