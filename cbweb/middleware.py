@@ -1,11 +1,16 @@
-"""Request guards that run before any other middleware reads the request body."""
+"""Request guards: limits that run before any other middleware reads the request body, and the answer
+to a request whose database statement ran past its limit."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+log = logging.getLogger(__name__)
 
 
 def _refusal(request: HttpRequest, status: int, message: str) -> HttpResponse:
@@ -47,3 +52,34 @@ class RequestSizeLimitMiddleware:
                     request, 413, f"the request body is {int(raw)} bytes, over the limit of {limit} bytes"
                 )
         return self.get_response(request)
+
+
+# PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (or by an operator).
+QUERY_CANCELED = "57014"
+
+
+class StatementTimeoutMiddleware:
+    """Answer 503 with Retry-After, not a server error, when PostgreSQL cancelled one of the request's
+    statements for running past CB_DB_STATEMENT_TIMEOUT_MS: the request asked for more than the server
+    spends on one answer, and the server itself is fine."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, OperationalError):
+            return None
+        if getattr(exception.__cause__, "sqlstate", None) != QUERY_CANCELED:
+            return None
+        log.warning("statement timeout on %s %s", request.method, request.path)
+        response = _refusal(
+            request,
+            503,
+            f"this request took longer than the server's limit of {settings.CB_DB_STATEMENT_TIMEOUT_MS} ms "
+            "per database statement; narrow it (fewer search words, smaller pages) or try again later",
+        )
+        response["Retry-After"] = "30"
+        return response

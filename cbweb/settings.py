@@ -69,6 +69,8 @@ MIDDLEWARE = [
     # First: a body over CB_MAX_REQUEST_BYTES is refused before the CSRF check reads it, a path over
     # CB_MAX_PATH_CHARS before a URL pattern is tried on it.
     "cbweb.middleware.RequestSizeLimitMiddleware",
+    # A statement cancelled by CB_DB_STATEMENT_TIMEOUT_MS: 503 with Retry-After, not a server error.
+    "cbweb.middleware.StatementTimeoutMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -113,6 +115,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 30})
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+# PostgreSQL ends any statement that runs longer than this (milliseconds; 0: no limit), so that no
+# request can hold a connection and a core for long. docker-compose.yml gives the web server and the
+# sweeper 10 s and the workers, which store whole results, 5 minutes (docs/operations.md).
+CB_DB_STATEMENT_TIMEOUT_MS = env.int("CB_DB_STATEMENT_TIMEOUT_MS", default=0)
+if CB_DB_STATEMENT_TIMEOUT_MS < 0:
+    raise environ.ImproperlyConfigured(
+        f"CB_DB_STATEMENT_TIMEOUT_MS={CB_DB_STATEMENT_TIMEOUT_MS} must be 0 (no limit) or milliseconds"
+    )
+if CB_DB_STATEMENT_TIMEOUT_MS and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A libpq start-up option: set once per connection, no query per request.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = (
+        f"{_options.get('options', '')} -c statement_timeout={CB_DB_STATEMENT_TIMEOUT_MS}".strip()
+    )
 
 # --------------------------------------------------------------------------------------------------
 # Static files and run bundles

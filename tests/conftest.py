@@ -49,6 +49,8 @@ def _missing(marker: str) -> str | None:
         return "no NVIDIA GPU visible"
     if marker == "faults":
         return _fault_tools_missing()
+    if marker == "stack":
+        return _stack_tools_missing()
     if marker == "llama_server":
         from benchmarks.apps.server import ServerError, server_binary
 
@@ -70,8 +72,17 @@ def _fault_tools_missing() -> str | None:
     return None
 
 
+def _stack_tools_missing() -> str | None:
+    # docker-compose.yml's services as programs: the fault tests' servers plus the proxy.
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        return "nginx is not installed (apt-get install nginx-light)"
+    if not shutil.which("openssl"):
+        return "openssl is not installed (the proxy's test certificate)"
+    return _fault_tools_missing()
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for marker in ("postgres", "broker", "browser", "gpu", "faults", "llama_server"):
+    for marker in ("postgres", "broker", "browser", "gpu", "faults", "stack", "llama_server"):
         if item.get_closest_marker(marker) is None:
             continue
         reason = _missing(marker)

@@ -45,6 +45,10 @@ def test_env_example_lists_every_variable_the_settings_read() -> None:
 
 def test_every_other_variable_of_env_example_is_used_by_docker_compose() -> None:
     used = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", (ROOT / "docker-compose.yml").read_text()))
+    # And by the gunicorn settings file the compose web service runs.
+    used |= set(
+        re.findall(r"os\.environ\.get\(\"([A-Z][A-Z0-9_]*)\"", (ROOT / "deploy/gunicorn.conf.py").read_text())
+    )
     unknown = example_variables() - settings_variables() - used
     assert not unknown, f".env.example lists variables nothing reads: {sorted(unknown)}"
 
@@ -53,7 +57,11 @@ def test_compose_runs_the_web_app_a_gpu_worker_and_a_cpu_worker_on_postgres_and_
     services = compose()["services"]
     assert {"postgres", "redis", "web", "worker-gpu", "worker-cpu"} <= set(services)
     web = " ".join(services["web"]["command"])
-    for step in ("manage.py migrate", "manage.py collectstatic", "gunicorn cbweb.wsgi"):
+    for step in (
+        "manage.py migrate",
+        "manage.py collectstatic",
+        "gunicorn -c deploy/gunicorn.conf.py cbweb.wsgi",
+    ):
         assert step in web
     assert services["worker-gpu"]["command"] == ["consumerbench", "worker", "--gpu", "0"]
     [device] = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]

@@ -11,14 +11,12 @@ logs (each claim is logged) and from the stored results.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,10 @@ from typing import Any
 import psutil
 import pytest
 
+from benchmarks.perf.stack import Postgres as StackPostgres
+from benchmarks.perf.stack import Redis
+from benchmarks.perf.stack import free_port as _free_port
+from benchmarks.perf.stack import stop_process as _stop
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.faults]
@@ -48,108 +50,14 @@ LONG = "long:\n  type: Sleep\n  sleep_time: 0.1\n  num_requests: 200\n"
 SILENT = "silent:\n  type: Sleep\n  sleep_time: 60\n  num_requests: 1\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """Stop a process started in its own session, and everything left in that session."""
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-class Postgres:
-    """A private PostgreSQL cluster in a temporary folder (as the postgres user when we are root)."""
-
-    def __init__(self, folder: Path) -> None:
-        [bindir] = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1:] or [""]
-        self.bin = Path(bindir)
-        self.folder = folder
-        self.data = folder / "data"
-        self.port = _free_port()
-        self.url = f"postgres://postgres@127.0.0.1:{self.port}/cb"
-
-    def _as_owner(self, *argv: str) -> list[str]:
-        return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else list(argv)
-
-    def init(self) -> None:
-        self.folder.mkdir(parents=True)
-        if os.geteuid() == 0:
-            shutil.chown(self.folder, "postgres", "postgres")
-        subprocess.run(
-            self._as_owner(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"),
-            check=True,
-            capture_output=True,
-        )
-        self.start()
-        subprocess.run(
-            [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "cb"],
-            check=True,
-            capture_output=True,
-        )
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(
-            self._as_owner(
-                str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
-                str(self.folder / "log"), "-w", "start",
-            ),
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
-
-    def stop(self, mode: str = "immediate") -> None:
-        subprocess.run(
-            self._as_owner(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"),
-            check=False,
-            capture_output=True,
-        )
+class Postgres(StackPostgres):
+    """The private cluster of benchmarks/perf/stack.py, with a query for the checks."""
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         import psycopg
 
         with psycopg.connect(self.url.replace("postgres://", "postgresql://"), connect_timeout=5) as conn:
             return conn.execute(sql, params).fetchall()
-
-
-class Redis:
-    """A private redis-server that keeps nothing on disk: a restart loses every queued message."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.port = _free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        log = (self.folder / "redis.log").open("ab")
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.folder)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        wait_until(self.up, "redis-server did not start", timeout=20)
-
-    def up(self) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-        return False
-
-    def kill(self) -> None:
-        if self.process is not None:
-            _stop(self.process, signal.SIGKILL)
-            self.process = None
 
 
 class Stack:

@@ -94,7 +94,12 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=200, help="concurrent reading clients")
         parser.add_argument("--reads", type=int, default=10, help="requests per reading client")
         parser.add_argument("--submissions", type=int, default=50, help="concurrent run submissions")
-        parser.add_argument("--web-workers", type=int, default=3, help="gunicorn workers (compose's default)")
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=2,
+            help="gunicorn processes (compose's default; 8 threads each)",
+        )
         parser.add_argument("--timeout", type=float, default=900, help="seconds for every run to end")
         parser.add_argument("--url", help="load this running server instead of starting one")
         parser.add_argument("--token", help="API token for --url")
@@ -128,8 +133,9 @@ class Command(BaseCommand):
         token = done.stdout.strip().splitlines()[-1]
         port = _free_port()
         commands = {
-            "web": [str(BIN / "gunicorn"), "cbweb.wsgi:application", "--bind", f"127.0.0.1:{port}",
-                    "--workers", str(web_workers), "--timeout", "120"],
+            # docker-compose.yml's gunicorn settings (gthread), with this many processes.
+            "web": [str(BIN / "gunicorn"), "-c", str(ROOT / "deploy" / "gunicorn.conf.py"),
+                    "--bind", f"127.0.0.1:{port}", "--workers", str(web_workers), "cbweb.wsgi:application"],
             "sweeper": [sys.executable, "manage.py", "sweep_runs"],
             "worker": [str(BIN / "consumerbench"), "worker", "--name", f"{user}@%h"],
         }  # fmt: skip
