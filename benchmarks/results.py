@@ -87,7 +87,14 @@ class ApplicationResult(_Strict):
     slo_attainment: float | None = Field(ge=0, le=1)
     metrics: dict[str, MetricSummary]
     normalized_latency: dict[str, float]
-    throughput_rps: float | None
+    throughput_rps: float | None = Field(
+        description="counted requests per second over the serving window (docs/metrics.md)"
+    )
+    goodput_rps: float | None = Field(
+        None,
+        description="requests that met every SLO per second over the same window; none without SLOs "
+        "(and in results written before it was recorded)",
+    )
     quality: dict[str, QualityFigure] = Field(
         default_factory=dict, description="the type's quality figures (empty before schema version 3)"
     )
@@ -454,7 +461,7 @@ class SloRow:
     """One row of the SLO table: one application's figures on one of its SLO metrics.
 
     An application has one row per SLO metric (or one ``e2e`` row without SLOs); the per-application
-    cells (attainment, request counts, load time, throughput) belong to its ``first`` row, which
+    cells (attainment, request counts, load time, throughput, goodput) belong to its ``first`` row, which
     spans ``span`` rows.
     """
 
@@ -475,6 +482,7 @@ class SloRow:
     normalized: float | None
     load_time_s: float | None
     throughput_rps: float | None
+    goodput_rps: float | None
 
 
 def shown_metrics(application: ApplicationResult) -> list[str]:
@@ -510,6 +518,7 @@ def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
                     normalized=app.normalized_latency.get(metric),
                     load_time_s=app.load_time_s,
                     throughput_rps=app.throughput_rps,
+                    goodput_rps=app.goodput_rps,
                 )
             )
     return rows
