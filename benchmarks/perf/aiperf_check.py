@@ -23,8 +23,9 @@ request's start to the last one's end; the server's load is not in it). The serv
 stopped on, which it does not send; the project does not (docs/metrics.md), AIPerf's server token count
 does, so its output tokens are one more per reply that stopped.
 
-AIPerf is an optional development tool (``pip install '.[aiperf]'``, or any environment of its own: its
-dependencies need not agree with the project's; ``--aiperf`` names its ``aiperf`` program, else
+AIPerf is an optional development tool (the ``aiperf`` extra of pyproject.toml), best installed into an
+environment of its own, since its many dependencies need not agree with the project's (``python -m venv
+.aiperf && .aiperf/bin/pip install aiperf==0.13.0``); ``--aiperf`` names its ``aiperf`` program, else
 ``CB_AIPERF``, else the one beside this Python, else on ``PATH``). Without it the project's side and
 the server's timings are printed and the AIPerf column says it is missing. ``--prompts`` is a Chatbot
 prompts file (default: the shipped prompts); a Japanese one shows the tokens a chunk may bring
