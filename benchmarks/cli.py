@@ -486,7 +486,9 @@ def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
     figure (when any application has one), then the run's figures and where each node ran (its
     accelerator, ``benchmarks.results.accelerators``)."""
-    rows = [("node", "type", "status", "served/requested", "SLO met", "goodput", "metric", "p50", "p99", "load")]
+    rows = [
+        ("node", "type", "status", "served/requested", "SLO met", "goodput", "metric", "p50", "p99", "load")
+    ]
     status = {n.name: n.status for n in result.nodes}
     of_requested = f" {ATTAINMENT_OF_REQUESTED}" if result.partial() else ""
     for row in slo_table(result.applications):

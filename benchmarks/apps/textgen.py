@@ -461,12 +461,14 @@ class _ServerStream:
 
     A chunk with text brings the tokens the server generated since the last such chunk, all available
     at its arrival: how many is the growth of its ``timings.predicted_n`` (a server that sends no
-    per-chunk timings counts one per chunk). Text the server holds back until the end comes with the
-    final chunk, whose count includes the token it stopped on; ``finish`` drops that one.
+    per-chunk timings counts one per chunk; one that does, but not on every chunk with text, has the
+    next timed chunk bring them). Text the server holds back until the end comes with the final chunk,
+    whose count includes the token it stopped on; ``finish`` drops that one.
     """
 
     def __init__(self) -> None:
         self.counted = 0  # the server's predicted_n when the last text arrived
+        self.timed = False  # whether the server sends its timings with its chunks
         self.usage_out: int | None = None
         self.final_n: int | None = None
 
@@ -485,15 +487,16 @@ class _ServerStream:
                 out.finish_reason = str(choice["finish_reason"])
         timings = chunk.get("timings")
         generated = _count(timings.get("predicted_n")) if isinstance(timings, dict) else None
+        if generated is not None:
+            self.timed = True
+            self.final_n = generated
         if text_came:
             out.chunks += 1
-            if generated is None:
+            if not self.timed:
                 out.token_times.append(t)
-            elif generated > self.counted:
+            elif generated is not None and generated > self.counted:
                 out.token_times += [t] * (generated - self.counted)
                 self.counted = generated
-        if generated is not None:
-            self.final_n = generated
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             out.tokens_in = _count(usage.get("prompt_tokens")) or 0
@@ -537,7 +540,13 @@ class ServerGenerator:
         return {"backend": self.backend, "server": self.server, "client_model": self.client_model}
 
     def body(
-        self, messages: Messages, *, max_tokens: int, temperature: float, seed: int, grammar: str | None = None
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        grammar: str | None = None,
     ) -> dict[str, Any]:
         """Return the JSON body of one chat completion request, as ``generate`` sends it."""
         body: dict[str, Any] = {

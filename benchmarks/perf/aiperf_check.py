@@ -282,13 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests < 1 or args.max_tokens < 2:
         parser.error("--requests must be at least 1 and --max-tokens at least 2")
     device = "gpu" if args.device == "cuda" else args.device
-    workflow = load_yaml(workflow_text(args.model, device, args.requests, args.max_tokens, args.prompts), name="aiperf")
+    workflow = load_yaml(
+        workflow_text(args.model, device, args.requests, args.max_tokens, args.prompts), name="aiperf"
+    )
     chat = workflow.applications["chat"]
     turns = load_prompts(prompts_input(chat, PROMPTS))
     program = aiperf_program(args.aiperf)
-    with tempfile.TemporaryDirectory(prefix="cb-aiperf-") as scratch, llm_server(
-        workflow.applications["llm"], Path(scratch) / "server"
-    ) as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="cb-aiperf-") as scratch,
+        llm_server(workflow.applications["llm"], Path(scratch) / "server") as url,
+    ):
         gen = ServerGenerator(url, server="llm", client_model=None)
         # The bodies of a Chatbot's requests 0..n-1 (its seed is the run's, 0, plus the request's index).
         bodies = [
@@ -296,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.requests)
         ]
         rows = project_side(gen, bodies)
+        aiperf: dict[str, Any] | None
+        missing: str | None
         if program is None:
             aiperf, missing = None, "AIPerf is not installed (pip install aiperf, or --aiperf PATH)"
         else:
@@ -303,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     table = figures(rows, aiperf)
     lines = [["figure", "unit", "project", "AIPerf", "server's own", "the server's figure"]]
     for name, f in table.items():
-        lines.append([name, f["unit"], _cell(f["project"]), _cell(f["aiperf"]), _cell(f["server"]), f["server_is"]])
+        lines.append(
+            [name, f["unit"], _cell(f["project"]), _cell(f["aiperf"]), _cell(f["server"]), f["server_is"]]
+        )
     print(text_table(lines))
     if missing:
         print(f"\nAIPerf: {missing}")
@@ -321,8 +328,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("no request produced two tokens: no TPOT to compare")
     if args.json:
-        setup = {"model": args.model, "device": device, "requests": args.requests, "max_tokens": args.max_tokens}
-        record = {"setup": setup, "figures": table, "tpot_ratios": ratios, "aiperf_missing": missing, "rows": rows}
+        setup = {
+            "model": args.model,
+            "device": device,
+            "requests": args.requests,
+            "max_tokens": args.max_tokens,
+        }
+        record = {
+            "setup": setup,
+            "figures": table,
+            "tpot_ratios": ratios,
+            "aiperf_missing": missing,
+            "rows": rows,
+        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2) + "\n")
         print(f"wrote {args.json}")

@@ -20,8 +20,8 @@ peak GPU memory (none on the CPU), the load time (the longest of the case's node
 server's start included; the separate models load side by side) and throughput: output tokens per
 second of the serving window, from the first request's arrival to the last one's end, over the three
 applications, so that the load is not in it (the makespan, which includes it, is kept in the JSON).
-Definitions: docs/metrics.md. On the CPU the threads are given, not taken: each separate Chatbot gets a third of
-the cores, the server all of them, so both cases use the same cores.
+Definitions: docs/metrics.md. On the CPU the threads are given, not taken: each separate Chatbot gets a
+third of the cores, the server all of them, so both cases use the same cores.
 
 GPU memory, per case: the run's monitor samples NVML's device-wide memory in use (every process's)
 through the case's own run; the table gives its peak less what was in use just before the case

@@ -289,7 +289,7 @@ class Arrival(SpecModel):
         None,
         ge=1,
         le=MAX_IN_FLIGHT,
-        description=f"open loop: most requests of one session in flight at once (default {DEFAULT_MAX_IN_FLIGHT})",
+        description=f"open loops: most requests of one session in flight (default {DEFAULT_MAX_IN_FLIGHT})",
     )
 
     @model_validator(mode="after")

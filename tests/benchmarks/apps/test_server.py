@@ -456,7 +456,8 @@ def test_a_poisson_arrival_beyond_the_service_rate_puts_several_requests_of_one_
     assert [r.status for r in requests] == ["ok"] * 6
     # The server's own busy time per request: the arrivals come at least twice as fast as it serves.
     service_s = sum(
-        (r.info["server_timings"]["prompt_ms"] + r.info["server_timings"]["predicted_ms"]) / 1000 for r in requests
+        (r.info["server_timings"]["prompt_ms"] + r.info["server_timings"]["predicted_ms"]) / 1000
+        for r in requests
     ) / len(requests)
     assert rate * service_s >= 2
     # Each request was sent when due, before the one before it had its reply; never more than the cap.

@@ -87,7 +87,9 @@ def test_tpot_and_itl_count_the_tokens_after_the_first_ones_arrival():
     metrics, series = Generation(token_times=[1.0, 1.5, 2.0], first_text_time=1.0).latency_metrics(0.5)
     assert metrics == {"ttft": 0.5, "tpot": 0.5} and series == {"itl": [0.5, 0.5]}
     # A server's chunks: two tokens came with the first (no decode time of the client's), two at 2.0.
-    metrics, series = Generation(token_times=[1.0, 1.0, 2.0, 2.0, 3.0], first_text_time=1.0).latency_metrics(0)
+    metrics, series = Generation(token_times=[1.0, 1.0, 2.0, 2.0, 3.0], first_text_time=1.0).latency_metrics(
+        0
+    )
     assert metrics["tpot"] == pytest.approx(2 / 3) and series == {"itl": [1.0, 0.0, 1.0]}
     # Every token in one chunk: no decode time to speak of.
     assert Generation(token_times=[1.0, 1.0], first_text_time=1.0).latency_metrics(0) == ({"ttft": 1.0}, {})
@@ -95,7 +97,7 @@ def test_tpot_and_itl_count_the_tokens_after_the_first_ones_arrival():
 
 # A question whose answer is Japanese: many of its tokens end inside a multi-byte character, which
 # llama-server holds back and sends with the token that completes it.
-JAPANESE = "日本の首都はどこですか？日本語で答えてください。"
+JAPANESE = "日本の首都はどこですか。日本語で答えてください。"
 
 
 @pytest.mark.llama_server
@@ -134,7 +136,9 @@ def test_a_servers_multibyte_reply_has_the_servers_token_count_and_tpot_and_the_
         assert r["metrics"]["tpot"] * 1000 == pytest.approx(timings["predicted_per_token_ms"], rel=0.02)
     # The same text as the local backend (greedy decoding of one model), the same count of its tokens.
     for r, own in zip(remote, local, strict=True):
-        assert r["info"]["reply"] == own["info"]["reply"] and any(ord(c) > 0x2FFF for c in own["info"]["reply"])
+        assert r["info"]["reply"] == own["info"]["reply"] and any(
+            ord(c) > 0x2FFF for c in own["info"]["reply"]
+        )
         assert r["info"]["tokens_out"] == own["info"]["tokens_out"]
         assert r["info"]["tokens_in"] == own["info"]["tokens_in"]
     # The decode rate is the inverse of the server's per-token time too.

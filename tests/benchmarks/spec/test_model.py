@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 from benchmarks.spec.model import (
+    DEFAULT_MAX_IN_FLIGHT,
     SLO,
     Application,
     AppOptions,
-    DEFAULT_MAX_IN_FLIGHT,
     Arrival,
     Node,
     Workflow,
