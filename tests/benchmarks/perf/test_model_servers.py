@@ -28,7 +28,10 @@ def test_the_gpu_defaults_are_the_3b_model_with_flash_attention_on_both_sides():
 def test_throughput_is_over_the_serving_window_and_the_load_time_is_apart(tmp_path):
     from benchmarks.runner import run_workflow
 
-    text = "a: {type: Sleep, sleep_time: 0.05, num_requests: 3}\nb: {type: Sleep, sleep_time: 0.05, num_requests: 2}\n"
+    text = (
+        "a: {type: Sleep, sleep_time: 0.05, num_requests: 3}\n"
+        "b: {type: Sleep, sleep_time: 0.05, num_requests: 2}\n"
+    )
     result = run_workflow(load_yaml(text, name="window"), out_dir=tmp_path)
     requests = [r for app in result.applications for r in app.requests]
     # Sleep records no tokens: stand in a count for each request to see what the rate divides by.
