@@ -50,9 +50,10 @@ from benchmarks.apps.base import AppContext
 from benchmarks.apps.chatbot import PROMPTS, load_prompts
 from benchmarks.apps.datasets import prompts_input
 from benchmarks.apps.server import ServerDriver
-from benchmarks.apps.textgen import ServerGenerator
+from benchmarks.apps.textgen import ServerGenerator, local_file
 from benchmarks.clock import now
 from benchmarks.metrics import serving_window
+from benchmarks.models import resolve
 from benchmarks.schedulers.base import OpenGate
 from benchmarks.spec.load import load_yaml
 from benchmarks.table import text_table
@@ -96,6 +97,19 @@ def llm_server(unit: Any, scratch: Path) -> Iterator[str]:
         driver.close()
 
 
+def export_tokenizer(unit: Any, folder: Path) -> Path:
+    """Write the served model's tokenizer, read from its GGUF file by transformers, as a Hugging Face
+    tokenizer folder; return the folder. AIPerf loads one even when it counts the server's tokens, and
+    its default downloads one: this one is of the very model served, and on disk."""
+    from transformers import AutoTokenizer
+
+    path = local_file(resolve(unit.model or "", ("gguf",), "LLMServer"))
+    if path is None:
+        raise ValueError(f"model '{unit.model}' is not a local GGUF file")
+    AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).save_pretrained(folder)
+    return folder
+
+
 def _no_gate(kind: str) -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
@@ -134,7 +148,7 @@ def project_side(gen: ServerGenerator, bodies: Sequence[dict[str, Any]]) -> list
 
 
 def aiperf_side(
-    program: str, url: str, bodies: Sequence[dict[str, Any]], folder: Path
+    program: str, url: str, bodies: Sequence[dict[str, Any]], tokenizer: Path, folder: Path
 ) -> tuple[dict[str, Any] | None, str | None]:
     """Run AIPerf on ``bodies`` (one at a time, one warm-up); return (its metrics by tag, None) or
     (None, why it gave none)."""
@@ -162,7 +176,7 @@ def aiperf_side(
         "--concurrency",
         "1",
         "--tokenizer",
-        "builtin",
+        str(tokenizer),
         "--use-server-token-count",
         "--artifact-dir",
         str(artifacts),
@@ -304,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         if program is None:
             aiperf, missing = None, "AIPerf is not installed (pip install aiperf, or --aiperf PATH)"
         else:
-            aiperf, missing = aiperf_side(program, url, bodies, Path(scratch))
+            tokenizer = export_tokenizer(workflow.applications["llm"], Path(scratch) / "tokenizer")
+            aiperf, missing = aiperf_side(program, url, bodies, tokenizer, Path(scratch))
     table = figures(rows, aiperf)
     lines = [["figure", "unit", "project", "AIPerf", "server's own", "the server's figure"]]
     for name, f in table.items():
