@@ -134,6 +134,7 @@ class ChatbotDriver(Driver):
         if reply.server_timings:
             record.info["server_timings"] = reply.server_timings
             record.info["chunks"] = reply.chunks
+            record.info["server_tpot_ms"] = reply.server_tpot_ms
         if reply.marks:
             # TTFT's breakdown: when each stage before the first token ended, in seconds from arrival.
             record.info["ttft_marks"] = {

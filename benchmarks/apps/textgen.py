@@ -150,6 +150,10 @@ class Generation:
     # The streamed chunks that carried text (a model server's reply; fewer than the tokens where a
     # chunk brought several); 0 for a local model.
     chunks: int = 0
+    # A model server's own decode time per token (ms) over the tokens the client timed: its
+    # predicted_ms between the first and the last chunk with text over the tokens in between; the
+    # figure TPOT matches even where the server's steps vary (a busy machine). None for a local model.
+    server_tpot_ms: float | None = None
     # When each stage before the first token ended, on the shared clock (llama_cpp backend): TTFT's
     # breakdown, in the order of PHASES.
     marks: dict[str, float] = field(default_factory=dict)
@@ -471,6 +475,9 @@ class _ServerStream:
         self.timed = False  # whether the server sends its timings with its chunks
         self.usage_out: int | None = None
         self.final_n: int | None = None
+        # The server's (predicted_n, predicted_ms) at the first and the last chunk with text.
+        self.first_mark: tuple[int, float] | None = None
+        self.last_mark: tuple[int, float] | None = None
 
     def take(self, chunk: dict[str, Any], out: Generation, pieces: list[str]) -> None:
         """Take one chunk: its text and tokens, the finish reason, usage and the server's timings."""
@@ -497,6 +504,10 @@ class _ServerStream:
             elif generated is not None and generated > self.counted:
                 out.token_times += [t] * (generated - self.counted)
                 self.counted = generated
+                spent = timings.get("predicted_ms") if isinstance(timings, dict) else None
+                if _is_number(spent):
+                    self.last_mark = (generated, float(spent))
+                    self.first_mark = self.first_mark or self.last_mark
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             out.tokens_in = _count(usage.get("prompt_tokens")) or 0
@@ -514,6 +525,9 @@ class _ServerStream:
         # last), which it counts but does not send.
         out.tokens_out = max(0, generated - 1) if out.finish_reason == "stop" else generated
         del out.token_times[out.tokens_out :]
+        if self.first_mark and self.last_mark and self.last_mark[0] > self.first_mark[0]:
+            tokens = self.last_mark[0] - self.first_mark[0]
+            out.server_tpot_ms = (self.last_mark[1] - self.first_mark[1]) / tokens
 
 
 def _count(value: Any) -> int | None:

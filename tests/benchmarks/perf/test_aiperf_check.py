@@ -18,6 +18,7 @@ def row(arrival: float, end: float, ttft: float, tpot: float, tokens: int, serve
         "e2e": end - arrival,
         "tokens_out": tokens,
         "chunks": tokens,
+        "server_tpot_ms": server_tpot_ms,
         "finish_reason": "stop",
         "server": {**server, "predicted_per_token_ms": server_tpot_ms},
     }
@@ -35,6 +36,7 @@ def test_the_figures_put_each_clients_mean_beside_the_servers_own_and_rates_are_
     assert table["request throughput"]["project"] == pytest.approx(2 / 3)
     assert table["request throughput"]["aiperf"] == 0.7 and table["TTFT"]["aiperf"] is None
     assert tool.tpot_ratios(rows) == pytest.approx([1.0, 1.0])
+    assert tool.tpot_ratios(rows, streamed=False) == pytest.approx([1.0, 1.0])
 
 
 def test_without_aiperf_its_column_is_empty():
