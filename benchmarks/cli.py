@@ -494,7 +494,9 @@ def summary_table(result: ResultDocument) -> str:
     """Return the end-of-run tables: one row per application and SLO metric, then one per quality
     figure (when any application has one), then the run's figures and where each node ran (its
     accelerator, ``benchmarks.results.accelerators``)."""
-    rows = [("node", "type", "status", "served/requested", "SLO met", "metric", "p50", "p99", "load")]
+    rows = [
+        ("node", "type", "status", "served/requested", "SLO met", "goodput", "metric", "p50", "p99", "load")
+    ]
     status = {n.name: n.status for n in result.nodes}
     of_requested = f" {ATTAINMENT_OF_REQUESTED}" if result.partial() else ""
     for row in slo_table(result.applications):
@@ -508,6 +510,7 @@ def summary_table(result: ResultDocument) -> str:
                 ("no SLOs" if att is None else f"{att:.0%}{_interval(row)}{of_requested}")
                 if row.first
                 else "",
+                f"{row.goodput_rps:.2f}/s" if row.first and row.goodput_rps is not None else "",
                 row.metric,
                 _secs(row.p50),
                 _secs(row.p99),

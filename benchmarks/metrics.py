@@ -60,10 +60,13 @@ def request_slo_met(record: Mapping[str, Any], slos: Sequence[SLO]) -> bool | No
 def application_metrics(
     requests: Sequence[Mapping[str, Any]], slos: Sequence[SLO], requested: int | None = None
 ) -> dict[str, Any]:
-    """Return per-application figures: attainment, per-metric summaries, normalised latency, throughput.
+    """Return per-application figures: attainment, per-metric summaries, normalised latency, throughput
+    and goodput.
 
     ``requested`` is how many requests the workflow asked of the application (docs/metrics.md); the
     attainment is over them, so a request never served is a miss. None: over the counted requests.
+    Throughput and goodput are over the application's serving window (``serving_window``): counted
+    requests, and those of them that met every SLO, per second; the model load is not in the window.
     """
     rows = counted(requests)
     names = sorted({k for r in rows for k in r.get("metrics", {})})
@@ -77,10 +80,11 @@ def application_metrics(
         for s in slos
         if summaries.get(s.metric, {}).get("count")
     }
-    throughput = None
-    if rows:
-        span = max(float(r["end"]) for r in rows) - min(float(r["arrival"]) for r in rows)
-        throughput = len(rows) / span if span > 0 else None
+    throughput = goodput = None
+    span = serving_window(rows)
+    if span:
+        throughput = len(rows) / span
+        goodput = n_met / span if slos else None
     return {
         "requests_counted": len(rows),
         "requests_met": n_met if slos else None,
@@ -88,7 +92,17 @@ def application_metrics(
         "metrics": summaries,
         "normalized_latency": normalized,
         "throughput_rps": throughput,
+        "goodput_rps": goodput,
     }
+
+
+def serving_window(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Return the serving window of some requests in seconds: the last one's end minus the first one's
+    arrival (when it was sent, or due in an open loop); None for no requests or no time between."""
+    if not rows:
+        return None
+    span = max(float(r["end"]) for r in rows) - min(float(r["arrival"]) for r in rows)
+    return span if span > 0 else None
 
 
 def jain_fairness(values: Sequence[float]) -> float | None:

@@ -90,7 +90,14 @@ class ApplicationResult(_Strict):
     slo_attainment: float | None = Field(ge=0, le=1)
     metrics: dict[str, MetricSummary]
     normalized_latency: dict[str, float]
-    throughput_rps: float | None
+    throughput_rps: float | None = Field(
+        description="counted requests per second over the serving window (docs/metrics.md)"
+    )
+    goodput_rps: float | None = Field(
+        None,
+        description="requests that met every SLO per second over the same window; none without SLOs "
+        "(and in results written before it was recorded)",
+    )
     gate_wait_s: float | None = Field(
         None,
         ge=0,
@@ -486,7 +493,7 @@ class SloRow:
     """One row of the SLO table: one application's figures on one of its SLO metrics.
 
     An application has one row per SLO metric (or one ``e2e`` row without SLOs); the per-application
-    cells (attainment, request counts, load time, throughput) belong to its ``first`` row, which
+    cells (attainment, request counts, load time, throughput, goodput) belong to its ``first`` row, which
     spans ``span`` rows.
     """
 
@@ -507,6 +514,7 @@ class SloRow:
     normalized: float | None
     load_time_s: float | None
     throughput_rps: float | None
+    goodput_rps: float | None
     # The attainment's 95 % interval and its curve against the scaled SLO thresholds, from the
     # application's requests (None when the result at hand holds no request or the application no SLO).
     attainment_detail: Attainment | None = None
@@ -555,6 +563,7 @@ def slo_table(applications: Iterable[ApplicationResult]) -> list[SloRow]:
                     normalized=app.normalized_latency.get(metric),
                     load_time_s=app.load_time_s,
                     throughput_rps=app.throughput_rps,
+                    goodput_rps=app.goodput_rps,
                     attainment_detail=detail,
                 )
             )

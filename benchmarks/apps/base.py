@@ -8,6 +8,7 @@ faster_whisper) are imported inside ``Driver.load``, which runs in the applicati
 from __future__ import annotations
 
 import random
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -312,12 +313,27 @@ class Driver(ABC):
         (warm-up and interrupted requests included; a model server: its batches)."""
         return self.ctx.gate_wait
 
+    def overlaps_requests(self) -> bool:
+        """Return whether this session's requests may be in flight together (an open loop then sends
+        each one when it is due): a model server's client, whose server queues and batches them. A
+        model of the process's own serves one request at a time, so there a request due while another
+        runs waits its turn (its latency counts from when it was due). Called after ``load()``."""
+        return False
+
     def run(self) -> None:
-        """Issue the unit's requests following its arrival process and report each one."""
+        """Issue the unit's requests following its arrival process and report each one.
+
+        A closed loop sends one request at a time (after the think time). An open loop sends each
+        request when it is due; where the driver ``overlaps_requests``, whether or not the earlier ones
+        have finished, up to the arrival's ``in_flight_cap`` at once, each in a thread of its own.
+        """
         unit = self.unit
         total = unit.warmup_requests + unit.num_requests
         payloads = list(self.payloads()) or [None]
         offsets = arrival_offsets(unit, total, self.ctx.seed, self.ctx.files)
+        if offsets is not None and self.overlaps_requests() and unit.arrival.in_flight_cap > 1:
+            self._run_open(offsets, payloads, unit.arrival.in_flight_cap)
+            return
         t0 = now()
         think = unit.arrival.think_time_s
         for i in range(total):
@@ -329,28 +345,80 @@ class Driver(ABC):
                 arrival = due
             else:
                 arrival = now()
-            record = RequestRecord(index=i, arrival=arrival, warmup=i < unit.warmup_requests)
-            self.ctx.emit("request_start", index=i, arrival=arrival)
-            record.start = now()
-            held = self.ctx.gate_wait
-            try:
-                self.run_request(record, payloads[i % len(payloads)])
-            except AppStopped:
-                record.end = now()
-                record.status = RequestStatus.INTERRUPTED
-                self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
-                raise
-            except RequestFailed as exc:
-                record.end = now()
-                record.status = RequestStatus.ERROR
-                record.error = str(exc)
-                self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
-                raise
-            record.end = now()
-            record.metrics.setdefault("e2e", record.end - record.arrival)
-            self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
+            self._serve(i, arrival, payloads[i % len(payloads)])
             if offsets is None and think > 0 and i + 1 < total:
                 _sleep_until(now() + think, self.ctx.stop_requested)
+
+    def _serve(self, index: int, arrival: float, payload: Any) -> None:
+        """Serve request ``index`` (due at ``arrival``) and report its record; re-raise AppStopped and
+        RequestFailed after reporting the request as interrupted or failed."""
+        record = RequestRecord(index=index, arrival=arrival, warmup=index < self.unit.warmup_requests)
+        self.ctx.emit("request_start", index=index, arrival=arrival)
+        record.start = now()
+        # Requests in flight together (an open loop) are a model server's client's, which no gate holds.
+        held = self.ctx.gate_wait
+        try:
+            self.run_request(record, payload)
+        except AppStopped:
+            record.end = now()
+            record.status = RequestStatus.INTERRUPTED
+            self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
+            raise
+        except RequestFailed as exc:
+            record.end = now()
+            record.status = RequestStatus.ERROR
+            record.error = str(exc)
+            self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
+            raise
+        record.end = now()
+        record.metrics.setdefault("e2e", record.end - record.arrival)
+        self.ctx.send_record(gate_waited(record, self.ctx.gate_wait - held))
+
+    def _run_open(self, offsets: Sequence[float], payloads: Sequence[Any], cap: int) -> None:
+        """Send each request when it is due, in a thread of its own, with at most ``cap`` in flight;
+        once one fails or is stopped, send no more, wait for those in flight and re-raise its error."""
+        slots = threading.BoundedSemaphore(cap)
+        failures: list[BaseException] = []
+        stop = self.ctx.stop_requested
+
+        def halted() -> bool:
+            return bool(failures) or stop()
+
+        def serve(index: int, due: float) -> None:
+            try:
+                self._serve(index, due, payloads[index % len(payloads)])
+            except BaseException as exc:
+                failures.append(exc)
+            finally:
+                slots.release()
+
+        threads: list[threading.Thread] = []
+        t0 = now()
+        try:
+            for i, offset in enumerate(offsets):
+                due = t0 + offset
+                _sleep_until(due, halted)
+                # At the cap: the request waits for a slot; its latency still counts from ``due``.
+                while not slots.acquire(timeout=0.05):
+                    if halted():
+                        raise AppStopped
+                if halted():
+                    slots.release()
+                    raise AppStopped
+                thread = threading.Thread(target=serve, args=(i, due), name=f"request-{i}", daemon=True)
+                threads.append(thread)
+                thread.start()
+        except AppStopped:
+            pass
+        finally:
+            for thread in threads:
+                thread.join()
+        # The first error that is not a stop wins: a failed request fails the node.
+        errors = [e for e in failures if not isinstance(e, AppStopped)] or failures
+        if errors:
+            raise errors[0]
+        if stop():
+            raise AppStopped
 
 
 def gate_waited(record: RequestRecord, held: float) -> RequestRecord:

@@ -108,6 +108,10 @@ class ChatbotDriver(Driver):
     def payloads(self) -> list[list[dict[str, str]]]:
         return self.turns
 
+    def overlaps_requests(self) -> bool:
+        # A server's client holds no state between turns: an open loop may overlap them.
+        return self.unit.server is not None
+
     def run_request(self, record: RequestRecord, payload: Any) -> None:
         assert self.gen is not None
         opts = self.options
@@ -129,6 +133,8 @@ class ChatbotDriver(Driver):
         )
         if reply.server_timings:
             record.info["server_timings"] = reply.server_timings
+            record.info["chunks"] = reply.chunks
+            record.info["server_tpot_ms"] = reply.server_tpot_ms
         if reply.marks:
             # TTFT's breakdown: when each stage before the first token ended, in seconds from arrival.
             record.info["ttft_marks"] = {

@@ -16,7 +16,7 @@ import math
 import operator
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -225,6 +225,16 @@ def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Calls:
+    """The LLM calls of one question: their seed base, the replies so far and how many tool exchanges
+    were dropped to fit the context window."""
+
+    seed: int
+    replies: list[Generation] = field(default_factory=list)
+    dropped: int = 0
+
+
 class ResearchDriver(Driver):
     gen: LlamaCppGenerator | ServerGenerator | None = None
 
@@ -260,18 +270,20 @@ class ResearchDriver(Driver):
     def payloads(self) -> list[dict[str, Any]]:
         return self.questions
 
+    def overlaps_requests(self) -> bool:
+        # A server's client keeps each question's state in its own _Calls: questions may overlap.
+        return self.unit.server is not None
+
     def run_request(self, record: RequestRecord, payload: Any) -> None:
         opts = self.options
         question: str = payload["question"]
-        self._seed = self.ctx.seed + record.index * 1000
-        self._calls: list[Generation] = []
-        self._dropped = 0
+        calls = _Calls(seed=self.ctx.seed + record.index * 1000)
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question: {question}"},
         ]
         ask_plan = {"role": "user", "content": "First write a one-sentence plan for answering the question."}
-        plan = self._llm([*messages, ask_plan], opts.max_tokens, ("plan",), []).strip()
+        plan = self._llm(calls, [*messages, ask_plan], opts.max_tokens, ("plan",), []).strip()
         messages.append({"role": "assistant", "content": f"Plan: {plan}"})
         trace: list[dict[str, Any]] = []
         answer = ""
@@ -290,7 +302,7 @@ class ResearchDriver(Driver):
                 actions = ("search", "read", "calc", "answer")
             ids = found if actions == ("read",) else list(self.library.docs)
             tokens = opts.answer_tokens if actions == ("answer",) else opts.max_tokens
-            line = self._llm(messages, tokens, actions, ids).strip()
+            line = self._llm(calls, messages, tokens, actions, ids).strip()
             action, _, argument = line.partition(": ")
             argument = argument.strip()
             if action == "answer":
@@ -309,11 +321,11 @@ class ResearchDriver(Driver):
         record.info.update(
             steps=len(trace),
             tool_calls=tool_calls,
-            llm_calls=len(self._calls),
-            tokens_in=sum(c.tokens_in for c in self._calls),
-            tokens_out=sum(c.tokens_out for c in self._calls),
-            dropped_exchanges=self._dropped,
-            **({"server_timings": [c.server_timings for c in self._calls]} if self.unit.server else {}),
+            llm_calls=len(calls.replies),
+            tokens_in=sum(c.tokens_in for c in calls.replies),
+            tokens_out=sum(c.tokens_out for c in calls.replies),
+            dropped_exchanges=calls.dropped,
+            **({"server_timings": [c.server_timings for c in calls.replies]} if self.unit.server else {}),
             question_index=payload["index"],
             answer=answer,
             plan=plan,
@@ -323,7 +335,12 @@ class ResearchDriver(Driver):
             record.info["expected_found"] = all(e.lower() in answer.lower() for e in payload["expected"])
 
     def _llm(
-        self, messages: list[dict[str, str]], max_tokens: int, actions: tuple[str, ...], ids: list[str]
+        self,
+        calls: _Calls,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        actions: tuple[str, ...],
+        ids: list[str],
     ) -> str:
         """Run one grammar-constrained LLM call; return its text.
 
@@ -337,7 +354,7 @@ class ResearchDriver(Driver):
                     messages,
                     max_tokens=max_tokens,
                     temperature=self.options.temperature,
-                    seed=self._seed + len(self._calls),
+                    seed=calls.seed + len(calls.replies),
                     step=self.ctx.gpu_step,
                     grammar=action_grammar(actions, ids),
                 )
@@ -346,8 +363,8 @@ class ResearchDriver(Driver):
                 if len(messages) < KEPT_MESSAGES + 2:
                     raise
                 del messages[KEPT_MESSAGES : KEPT_MESSAGES + 2]
-                self._dropped += 1
-        self._calls.append(reply)
+                calls.dropped += 1
+        calls.replies.append(reply)
         return reply.text
 
     def _tool(self, action: str, argument: str) -> tuple[str, list[str]]:

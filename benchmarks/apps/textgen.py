@@ -10,8 +10,15 @@ counts are exact (a token is one ``generate`` step, not a detokenised text chunk
   hand-written decode loop over the KV cache.
 
 - ``server``: a shared model server (``LLMServer``, llama.cpp's ``llama-server``) reached through its
-  OpenAI-compatible API, streamed: each streamed chunk is one token (llama-server sends one per
-  chunk), timed at the client on the shared clock; the server's own timings of the request are kept.
+  OpenAI-compatible API, streamed and timed at the client on the shared clock. A chunk may carry
+  several tokens (llama-server holds back a token that ends inside a multi-byte character until the
+  character is whole), so the tokens come from the server's own counts: each chunk's ``timings``
+  (asked for with ``timings_per_token``) says how many tokens it has generated so far, and the tokens
+  a chunk brings all become available when it arrives. The server's own timings of the request are kept.
+
+The end-of-sequence token is never counted as output, in any backend: a local backend stops before
+it, and a server's count (``usage.completion_tokens``), which includes the token it stopped on, is
+taken one less when it stopped (finish reason ``stop``).
 
 Heavy libraries are imported inside the constructors: this module is imported by the application
 modules, which the spec imports to validate keys.
@@ -141,22 +148,36 @@ class Generation:
     # A model server's own timings of the request (llama-server's ``timings``: prompt_n, prompt_ms,
     # predicted_n, predicted_ms, ...) and the slot that served it; empty for a local model.
     server_timings: dict[str, float] = field(default_factory=dict)
+    # The streamed chunks that carried text (a model server's reply; fewer than the tokens where a
+    # chunk brought several); 0 for a local model.
+    chunks: int = 0
+    # A model server's own decode time per token (ms) over the tokens the client timed: its
+    # predicted_ms between the first and the last chunk with text over the tokens in between; the
+    # figure TPOT matches even where the server's steps vary (a busy machine). None for a local model.
+    server_tpot_ms: float | None = None
     # When each stage before the first token ended, on the shared clock (llama_cpp backend): TTFT's
     # breakdown, in the order of PHASES.
     marks: dict[str, float] = field(default_factory=dict)
 
     def latency_metrics(self, arrival: float) -> tuple[dict[str, float], dict[str, list[float]]]:
         """Return (metrics, series) in seconds: TTFT from ``arrival`` to the first non-empty token, TPOT,
-        and the inter-token latencies ``itl``. TPOT is (last token - first token) / (tokens - 1).
+        and the inter-token latencies ``itl``.
+
+        TPOT is (last token - first token) / the tokens that came after the first one's arrival, and
+        ``itl`` holds those tokens' gaps to the token before (0 for one that arrived with it). One token
+        at a time (a local backend) that is (last - first) / (tokens - 1); a server's tokens that came
+        in the first chunk with the first one are no decode time of the client's.
         """
         metrics: dict[str, float] = {}
         series: dict[str, list[float]] = {}
         if self.first_text_time is not None:
             metrics["ttft"] = self.first_text_time - arrival
         times = self.token_times
-        if len(times) > 1:
-            metrics["tpot"] = (times[-1] - times[0]) / (len(times) - 1)
-            series["itl"] = [b - a for a, b in itertools.pairwise(times)]
+        if times:
+            gaps = [b - a for a, b in itertools.pairwise(times) if b > times[0]]
+            if gaps:
+                metrics["tpot"] = (times[-1] - times[0]) / len(gaps)
+                series["itl"] = gaps
         return metrics, series
 
 
@@ -442,6 +463,86 @@ SERVER_READ_TIMEOUT_S = 600.0
 SERVER_KEY_ENV = "CB_SERVER_KEY"
 
 
+class _ServerStream:
+    """Turns one streamed reply's chunks into tokens: their times, text and counts (``take`` each
+    chunk as it arrives, then ``finish``).
+
+    A chunk with text brings the tokens the server generated since the last such chunk, all available
+    at its arrival: how many is the growth of its ``timings.predicted_n`` (a server that sends no
+    per-chunk timings counts one per chunk; one that does, but not on every chunk with text, has the
+    next timed chunk bring them). Text the server holds back until the end comes with the final chunk,
+    whose count includes the token it stopped on; ``finish`` drops that one.
+    """
+
+    def __init__(self) -> None:
+        self.counted = 0  # the server's predicted_n when the last text arrived
+        self.timed = False  # whether the server sends its timings with its chunks
+        self.usage_out: int | None = None
+        self.final_n: int | None = None
+        # The server's (predicted_n, predicted_ms) at the first and the last chunk with text.
+        self.first_mark: tuple[int, float] | None = None
+        self.last_mark: tuple[int, float] | None = None
+
+    def take(self, chunk: dict[str, Any], out: Generation, pieces: list[str]) -> None:
+        """Take one chunk: its text and tokens, the finish reason, usage and the server's timings."""
+        t = now()
+        text_came = False
+        for choice in chunk.get("choices") or []:
+            text = (choice.get("delta") or {}).get("content")
+            if text is not None:
+                text_came = True
+                pieces.append(text)
+                if out.first_text_time is None and text:
+                    out.first_text_time = t
+            if choice.get("finish_reason"):
+                out.finish_reason = str(choice["finish_reason"])
+        timings = chunk.get("timings")
+        generated = _count(timings.get("predicted_n")) if isinstance(timings, dict) else None
+        if generated is not None:
+            self.timed = True
+            self.final_n = generated
+        if text_came:
+            out.chunks += 1
+            if not self.timed:
+                out.token_times.append(t)
+            elif generated is not None and generated > self.counted:
+                out.token_times += [t] * (generated - self.counted)
+                self.counted = generated
+                spent = timings.get("predicted_ms") if isinstance(timings, dict) else None
+                if spent is not None and _is_number(spent):
+                    self.last_mark = (generated, float(spent))
+                    self.first_mark = self.first_mark or self.last_mark
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            out.tokens_in = _count(usage.get("prompt_tokens")) or 0
+            self.usage_out = _count(usage.get("completion_tokens"))
+        if isinstance(timings, dict):
+            out.server_timings = {k: float(v) for k, v in timings.items() if _is_number(v)}
+
+    def finish(self, out: Generation) -> None:
+        """Set the reply's output token count: the server's, less the token it stopped on."""
+        generated = self.usage_out if self.usage_out is not None else self.final_n
+        if generated is None:  # no count from the server: one token per chunk of text
+            out.tokens_out = len(out.token_times)
+            return
+        # finish_reason "stop": the server stopped on an end-of-generation token (or a stop word's
+        # last), which it counts but does not send.
+        out.tokens_out = max(0, generated - 1) if out.finish_reason == "stop" else generated
+        del out.token_times[out.tokens_out :]
+        if self.first_mark and self.last_mark and self.last_mark[0] > self.first_mark[0]:
+            tokens = self.last_mark[0] - self.first_mark[0]
+            out.server_tpot_ms = (self.last_mark[1] - self.first_mark[1]) / tokens
+
+
+def _count(value: Any) -> int | None:
+    """Return a count the server sent (a non-negative whole number), None when it is not one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 class ServerGenerator:
     """A client of a model server (``LLMServer``): one streamed chat completion per call."""
 
@@ -459,6 +560,34 @@ class ServerGenerator:
         """Return what the result records about the backend: the server unit it sent requests to."""
         return {"backend": self.backend, "server": self.server, "client_model": self.client_model}
 
+    def body(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        grammar: str | None = None,
+    ) -> dict[str, Any]:
+        """Return the JSON body of one chat completion request, as ``generate`` sends it."""
+        body: dict[str, Any] = {
+            "model": self.client_model or "default",
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # Every chunk carries the server's timings, whose predicted_n counts the tokens so far.
+            "timings_per_token": True,
+            # A fresh prefill per request, as the local backends do: a prefix hit would make TTFT
+            # measure nothing.
+            "cache_prompt": False,
+        }
+        if grammar is not None:
+            body["grammar"] = grammar
+        return body
+
     def generate(
         self,
         messages: Messages,
@@ -474,20 +603,7 @@ class ServerGenerator:
         Raises PromptTooLong when the server refuses the prompt for its context, ServerGone when it
         does not answer or breaks off.
         """
-        body: dict[str, Any] = {
-            "model": self.client_model or "default",
-            "messages": list(messages),
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            # A fresh prefill per request, as the local backends do: a prefix hit would make TTFT
-            # measure nothing.
-            "cache_prompt": False,
-        }
-        if grammar is not None:
-            body["grammar"] = grammar
+        body = self.body(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, grammar=grammar)
         request = urllib.request.Request(
             f"{self.url}/v1/chat/completions",
             data=json.dumps(body).encode("utf-8"),
@@ -495,6 +611,7 @@ class ServerGenerator:
         )
         out = Generation(started=now())
         pieces: list[str] = []
+        stream = _ServerStream()
         try:
             with urllib.request.urlopen(request, timeout=SERVER_READ_TIMEOUT_S) as reply:
                 while True:
@@ -505,7 +622,7 @@ class ServerGenerator:
                     data = line.strip().removeprefix(b"data:").strip()
                     if not data or data == b"[DONE]":
                         continue
-                    self._chunk(json.loads(data), out, pieces)
+                    stream.take(json.loads(data), out, pieces)
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", errors="replace")[:500]
             if exc.code == 400 and "context" in detail:
@@ -514,31 +631,8 @@ class ServerGenerator:
         except (OSError, json.JSONDecodeError) as exc:
             raise ServerGone(f"the model server '{self.server}' stopped answering: {exc}") from None
         out.text = "".join(pieces)
-        if not out.tokens_out:
-            out.tokens_out = len(out.token_times)
+        stream.finish(out)
         return out
-
-    @staticmethod
-    def _chunk(chunk: dict[str, Any], out: Generation, pieces: list[str]) -> None:
-        """Take one streamed chunk: a token's text, the finish reason, usage and the server's timings."""
-        t = now()
-        for choice in chunk.get("choices") or []:
-            text = (choice.get("delta") or {}).get("content")
-            if text is not None:
-                out.token_times.append(t)
-                pieces.append(text)
-                if out.first_text_time is None and text:
-                    out.first_text_time = t
-            if choice.get("finish_reason"):
-                out.finish_reason = str(choice["finish_reason"])
-        usage = chunk.get("usage")
-        if usage:
-            out.tokens_in = int(usage.get("prompt_tokens", 0))
-            out.tokens_out = int(usage.get("completion_tokens", 0))
-        if chunk.get("timings"):
-            out.server_timings = {
-                k: float(v) for k, v in chunk["timings"].items() if isinstance(v, int | float)
-            }
 
     def close(self) -> None:
         """Nothing to release: the server belongs to its own node."""

@@ -1,4 +1,4 @@
-"""One served model against separate models: three chat applications, equal load (issue 23).
+"""One served model against separate models: three chat applications, equal load.
 
 Usage: python -m benchmarks.perf.model_servers [--model smollm2-135m] [--requests 6] [--max-tokens 32]
        [--device cpu|cuda] [--rounds 1] [--settings JSON] [--out DIR] [--json FILE]
@@ -16,9 +16,12 @@ closed loops started together), run one after the other (in rounds, alternating 
 Every case but ``gated`` runs under greedy.
 Prints, per case: mean SLO attainment, TTFT and TPOT p50/p99 over every request of the three, the
 peak resident memory of the run's processes (their children included: the server's llama-server),
-peak GPU memory (none on the CPU), and throughput (output tokens over the makespan). Definitions:
-docs/metrics.md. On the CPU the threads are given, not taken: each separate Chatbot gets a third of
-the cores, the server all of them, so both cases use the same cores.
+peak GPU memory (none on the CPU), the load time (the longest of the case's nodes' model loads, the
+server's start included; the separate models load side by side) and throughput: output tokens per
+second of the serving window, from the first request's arrival to the last one's end, over the three
+applications, so that the load is not in it (the makespan, which includes it, is kept in the JSON).
+Definitions: docs/metrics.md. On the CPU the threads are given, not taken: each separate Chatbot gets a
+third of the cores, the server all of them, so both cases use the same cores.
 
 GPU memory, per case: the run's monitor samples NVML's device-wide memory in use (every process's)
 through the case's own run; the table gives its peak less what was in use just before the case
@@ -42,7 +45,7 @@ from typing import Any
 
 from benchmarks.apps.runtime import default_threads
 from benchmarks.apps.textgen import LlamaCppOptions
-from benchmarks.metrics import percentile
+from benchmarks.metrics import percentile, serving_window
 from benchmarks.platform import gpu_memory_used_bytes, gpus
 from benchmarks.results import ResultDocument, write_bundle
 from benchmarks.runner import run_workflow
@@ -93,7 +96,8 @@ def workflow_text(
 
 
 def figures(result: ResultDocument, gpu_before: int | None = None) -> dict[str, Any]:
-    """Return one case's row: attainment, TTFT/TPOT p50/p99 (s), memory peaks (MiB), tokens/s.
+    """Return one case's row: attainment, TTFT/TPOT p50/p99 (s), memory peaks (MiB), the load time
+    (s), the serving window (s) and output tokens per second of it.
 
     ``gpu_mib`` is the run's peak of GPU memory in use less ``gpu_before`` (what was in use before the
     case started), when both are known; ``gpu_peak_mib`` the peak itself.
@@ -106,6 +110,8 @@ def figures(result: ResultDocument, gpu_before: int | None = None) -> dict[str, 
     rss = sum(a.rss_peak_bytes or 0 for a in telemetry.applications.values()) if telemetry else 0
     gpu = telemetry.run.gpu_memory_peak_bytes if telemetry else None
     own = gpu - gpu_before if gpu is not None and gpu_before is not None else gpu
+    window = serving_window([vars(r) for r in ok])
+    loads = [n.load_time_s for n in result.nodes if n.load_time_s is not None]
     return {
         "attainment": result.mean_attainment,
         "ttft": (percentile(ttft, 50), percentile(ttft, 99)) if ttft else None,
@@ -116,8 +122,10 @@ def figures(result: ResultDocument, gpu_before: int | None = None) -> dict[str, 
         "gpu_before_mib": gpu_before / 2**20 if gpu_before is not None else None,
         "requests": len(ok),
         "tokens_out": tokens,
+        "load_s": max(loads) if loads else None,
+        "serving_s": window,
         "makespan_s": result.makespan_s,
-        "tokens_per_s": tokens / result.makespan_s if result.makespan_s else None,
+        "tokens_per_s": tokens / window if window else None,
         "failed": [n.name for n in result.nodes if n.status == "failed"],
         # The server's batches that passed its step gate (the gated case; the scheduler's count).
         "gated_batches": (result.scheduler.get("apps") or {}).get("serve", {}).get("steps"),
@@ -150,7 +158,18 @@ def main(argv: list[str] | None = None) -> None:
     max_tokens = args.max_tokens or int(defaults["max_tokens"])
     settings = LlamaCppOptions(**json.loads(args.settings or str(defaults["settings"]))).llama_settings()
     rows: list[list[str]] = [
-        ["case", "round", "attainment", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "RSS MiB", "GPU MiB", "tok/s"]
+        [
+            "case",
+            "round",
+            "attainment",
+            "TTFT p50/p99 ms",
+            "TPOT p50/p99 ms",
+            "RSS MiB",
+            "GPU MiB",
+            "load s",
+            "serving s",
+            "tok/s serving",
+        ]
     ]
     records: list[dict[str, Any]] = []
     for round_ in range(1, args.rounds + 1):
@@ -179,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
                     _pair(f["tpot"]),
                     _num(f["rss_mib"], ".0f"),
                     _num(f["gpu_mib"], ".0f"),
+                    _num(f["load_s"], ".2f"),
+                    _num(f["serving_s"], ".2f"),
                     _num(f["tokens_per_s"], ".1f"),
                 ]
             )

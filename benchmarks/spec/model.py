@@ -265,6 +265,14 @@ def parse_slo(text: str) -> SLO:
     return SLO(metric=metric.lower(), op="<" if op == "<" else "<=", threshold_s=value)
 
 
+# An open loop sends each request when it is due, whether or not the session's earlier ones have
+# finished, up to this many of one session at once (``Arrival.max_in_flight``); a request due while the
+# cap is reached waits, its latency counted from when it was due. Each one in flight is a thread of the
+# application process holding a connection to the model server, hence the bound.
+DEFAULT_MAX_IN_FLIGHT = 16
+MAX_IN_FLIGHT = 64
+
+
 class Arrival(SpecModel):
     """How requests arrive: a closed loop with think time, a fixed rate, Poisson, or a trace file."""
 
@@ -277,6 +285,12 @@ class Arrival(SpecModel):
     trace: Annotated[str | None, DATA_FILE] = Field(
         None, description="file with one arrival time (s) per line"
     )
+    max_in_flight: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_IN_FLIGHT,
+        description=f"open loops: most requests of one session in flight (default {DEFAULT_MAX_IN_FLIGHT})",
+    )
 
     @model_validator(mode="after")
     def _check_kind(self) -> Arrival:
@@ -288,7 +302,17 @@ class Arrival(SpecModel):
             raise ValueError("'think_time_s' applies only to the closed loop")
         if self.kind in ("closed", "trace") and self.rate is not None:
             raise ValueError(f"'rate' does not apply to arrival kind '{self.kind}'")
+        if self.kind == "closed" and self.max_in_flight is not None:
+            raise ValueError("'max_in_flight' applies only to the open loops (fixed, poisson, trace)")
         return self
+
+    @property
+    def in_flight_cap(self) -> int:
+        """Return how many requests of one session may be in flight at once: 1 in a closed loop, else
+        ``max_in_flight`` or its default."""
+        if self.kind == "closed":
+            return 1
+        return self.max_in_flight or DEFAULT_MAX_IN_FLIGHT
 
 
 # --------------------------------------------------------------------------------------------------

@@ -191,6 +191,7 @@ class ApplicationResult(models.Model):
     requests_met = models.PositiveIntegerField(null=True)
     load_time_s = models.FloatField(null=True)
     throughput_rps = models.FloatField(null=True)
+    goodput_rps = models.FloatField(null=True, help_text="requests that met every SLO per second")
     metrics = models.JSONField(default=dict, help_text="per-metric summaries from benchmarks.metrics")
     normalized_latency = models.JSONField(default=dict)
     quality = models.JSONField(

@@ -49,6 +49,7 @@ LABELS = {
     "arrival_think_time_s": "Think time (s)",
     "arrival_seed": "Arrival seed",
     "arrival_trace": "Trace file",
+    "arrival_max_in_flight": "Most in flight (open loop)",
     # Keys shared by several types' options, and the workflow's own: labels by key.
     "num_requests": "Requests",
     "warmup_requests": "Warm-up requests",

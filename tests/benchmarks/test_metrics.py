@@ -55,6 +55,23 @@ def test_throughput_is_counted_requests_over_their_active_span() -> None:
         [req(1.0, arrival=0.0), req(1.0, arrival=1.0), req(1.0, arrival=3.0)], []
     )
     assert out["throughput_rps"] == pytest.approx(3 / 4.0)
+    # No SLO, no goodput: there is nothing to have met.
+    assert out["goodput_rps"] is None
+
+
+def test_goodput_is_the_requests_that_met_every_slo_over_the_same_window() -> None:
+    slos = [parse_slo("e2e<=1.5s"), parse_slo("ttft<=0.5s")]
+    rows = [
+        req(1.0, arrival=0.0, ttft=0.1),  # met
+        req(2.0, arrival=1.0, ttft=0.1),  # e2e missed
+        req(1.0, arrival=3.0, ttft=0.9),  # ttft missed
+        req(1.0, arrival=4.0, ttft=0.2),  # met; the window ends at 5.0
+        req(0.1, arrival=9.0, ttft=0.1, warmup=True),  # not counted, not in the window
+    ]
+    out = metrics.application_metrics(rows, slos)
+    assert out["throughput_rps"] == pytest.approx(4 / 5.0)
+    assert out["goodput_rps"] == pytest.approx(2 / 5.0)
+    assert out["slo_attainment"] == pytest.approx(0.5)
 
 
 def test_jain_fairness_is_one_for_equal_and_one_over_n_for_a_single_winner() -> None:

@@ -62,6 +62,7 @@ def application(
             "normalized_latency": {"ttft": 0.8},
             "load_time_s": 1.5,
             "throughput_rps": 3.0,
+            "goodput_rps": 1.5,
             "requests": [],
             **over,
         }
@@ -95,6 +96,7 @@ def test_an_application_has_one_row_per_slo_metric_and_its_own_cells_on_the_firs
         normalized=0.8,
         load_time_s=1.5,
         throughput_rps=3.0,
+        goodput_rps=1.5,
     )
     # No summary for tpot (no request produced it): its figures are missing, not zero.
     assert (rows[1].p50, rows[1].p99, rows[1].normalized) == (None, None, None)

@@ -118,8 +118,11 @@ def test_three_clients_share_one_server_node_and_the_server_is_gone_after_the_ru
         )
         for request in apps[name]["requests"]:
             timings = request["info"]["server_timings"]
-            # The server's own count of the tokens it decoded is the client's count of what it streamed.
-            assert timings["predicted_n"] == request["info"]["tokens_out"] and timings["prompt_ms"] > 0
+            # The server's own count of the tokens it decoded is the client's, but for the token it
+            # stopped on, which it counts and does not send.
+            stopped = request["info"]["finish_reason"] == "stop"
+            assert timings["predicted_n"] == request["info"]["tokens_out"] + stopped
+            assert timings["prompt_ms"] > 0
             assert 0 < request["metrics"]["ttft"] <= request["metrics"]["e2e"]
     assert apps["r"]["requests"][0]["info"]["llm_calls"] == len(
         apps["r"]["requests"][0]["info"]["server_timings"]
@@ -430,3 +433,44 @@ def test_under_credit_the_servers_batches_yield_to_more_urgent_pressured_work(tm
     assert apps["serve"]["delayed"] > 0 and apps["serve"]["wait_s"] > 0
     assert apps["h"]["delayed"] == 0  # HIGH is never held back
     assert gone(server.server["pid"]) and no_children_left()
+
+
+@served
+def test_a_poisson_arrival_beyond_the_service_rate_puts_several_requests_of_one_session_in_flight(
+    tmp_path: Path,
+) -> None:
+    rate = 20.0
+    text = textwrap.dedent(
+        f"""\
+        llm: {{type: LLMServer, model: smollm2-135m, device: cpu, parallel: 1}}
+        chat:
+          type: Chatbot
+          server: llm
+          num_requests: 6
+          max_tokens: 16
+          arrival: {{kind: poisson, rate: {rate}, seed: 3, max_in_flight: 4}}
+        workflows:
+          serve: {{uses: llm, background: true}}
+          c: {{uses: chat}}
+        """
+    )
+    result = run_workflow(load_yaml(text, name="open-loop"), out_dir=tmp_path)
+    (app,) = result.applications
+    requests = sorted(app.requests, key=lambda r: r.index)
+    assert [r.status for r in requests] == ["ok"] * 6
+    # The server's own busy time per request: the arrivals come at least twice as fast as it serves.
+    service_s = sum(
+        (r.info["server_timings"]["prompt_ms"] + r.info["server_timings"]["predicted_ms"]) / 1000
+        for r in requests
+    ) / len(requests)
+    assert rate * service_s >= 2
+    # Each request was sent when due, before the one before it had its reply; never more than the cap.
+    edges = sorted([(r.start, 1) for r in requests] + [(r.end, -1) for r in requests])
+    level, most = 0, 0
+    for _, step in edges:
+        level += step
+        most = max(most, level)
+    assert 1 < most <= 4
+    assert all(r.start - r.arrival < 0.5 for r in requests[:4])
+    # A reply waits in the server's queue (one slot), and its TTFT counts from when it was due.
+    assert max(r.metrics["ttft"] for r in requests) > service_s

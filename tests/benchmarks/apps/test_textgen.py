@@ -78,3 +78,81 @@ def test_a_chat_becomes_a_prompt_by_the_models_template_else_as_a_plain_transcri
             # A random twin carries no template (what broke the bare loop of chatbot_overhead on the GPU).
             assert (text, add_bos) == (plain_transcript(chat), True)
         llm.close()
+
+
+def test_tpot_and_itl_count_the_tokens_after_the_first_ones_arrival():
+    from benchmarks.apps.textgen import Generation
+
+    # One token at a time (a local backend): (last - first) / (tokens - 1).
+    metrics, series = Generation(token_times=[1.0, 1.5, 2.0], first_text_time=1.0).latency_metrics(0.5)
+    assert metrics == {"ttft": 0.5, "tpot": 0.5} and series == {"itl": [0.5, 0.5]}
+    # A server's chunks: two tokens came with the first (no decode time of the client's), two at 2.0.
+    metrics, series = Generation(token_times=[1.0, 1.0, 2.0, 2.0, 3.0], first_text_time=1.0).latency_metrics(
+        0
+    )
+    assert metrics["tpot"] == pytest.approx(2 / 3) and series == {"itl": [1.0, 0.0, 1.0]}
+    # Every token in one chunk: no decode time to speak of.
+    assert Generation(token_times=[1.0, 1.0], first_text_time=1.0).latency_metrics(0) == ({"ttft": 1.0}, {})
+
+
+# A question whose answer (from smollm2-135m, greedy) is Japanese up to max_tokens: many of its tokens end
+# inside a multi-byte character, which llama-server holds back and sends with the token that completes
+# it; and one whose short answer ends with the end-of-sequence token.
+JAPANESE = "日本の首都はどこですか。日本語で答えてください。"
+STOPS = "Name three colors."
+
+
+@pytest.mark.llama_server
+def test_a_servers_multibyte_reply_has_the_servers_token_count_and_tpot_and_the_local_backends(tmp_path):
+    import json
+
+    from benchmarks.results import write_bundle
+    from benchmarks.runner import run_workflow
+    from benchmarks.spec.load import load_yaml
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}, ensure_ascii=False) + "\n" for p in (JAPANESE, STOPS))
+    )
+    chat = f"num_requests: 2, max_tokens: 48, temperature: 0, prompts: {prompts}"
+    text = (
+        "llm: {type: LLMServer, model: smollm2-135m, device: cpu, parallel: 1}\n"
+        f"remote: {{type: Chatbot, server: llm, {chat}}}\n"
+        f"local: {{type: Chatbot, model: smollm2-135m, device: cpu, {chat}}}\n"
+        "workflows:\n"
+        "  serve: {uses: llm, background: true}\n"
+        "  r: {uses: remote}\n"
+        "  l: {uses: local, depend_on: [r]}\n"  # one after the other: no contention for the cores
+    )
+    result = run_workflow(load_yaml(text, name="tokens"), out_dir=tmp_path / "run")
+    document = json.loads(write_bundle(result, tmp_path / "run").read_text())
+    apps = {a["name"]: a for a in document["applications"]}
+    remote = sorted(apps["r"]["requests"], key=lambda r: r["index"])
+    local = sorted(apps["l"]["requests"], key=lambda r: r["index"])
+    assert [r["status"] for r in remote + local] == ["ok"] * 4
+    japanese, stops = remote
+    # The case at hand: Japanese text in fewer chunks than tokens, since chunks carried several tokens.
+    assert any(ord(c) > 0x2FFF for c in japanese["info"]["reply"])
+    assert japanese["info"]["chunks"] < japanese["info"]["tokens_out"] == 48
+    # TPOT through the stream is the server's own time per decoded token over the same tokens (its
+    # predicted_ms between the first and the last chunk with text), and near its whole reply's figure,
+    # which also holds the steps before the first chunk (counting chunks as tokens is 1.9x off here).
+    tpot_ms = japanese["metrics"]["tpot"] * 1000
+    assert tpot_ms == pytest.approx(japanese["info"]["server_tpot_ms"], rel=0.02)
+    assert tpot_ms == pytest.approx(japanese["info"]["server_timings"]["predicted_per_token_ms"], rel=0.2)
+    assert len(japanese["series"]["itl"]) <= 47
+    # The server's count, less the end-of-sequence token it stopped on and did not send.
+    assert stops["info"]["finish_reason"] == "stop"
+    for r in remote:
+        info = r["info"]
+        assert info["tokens_out"] == info["server_timings"]["predicted_n"] - (info["finish_reason"] == "stop")
+    # Where the local backend wrote the same text (greedy decoding of one model; the two builds' sums
+    # may part ways on a long reply), it counted the same tokens in and out.
+    same = [
+        (r, own) for r, own in zip(remote, local, strict=True) if r["info"]["reply"] == own["info"]["reply"]
+    ]
+    assert same, "no reply came out the same through the server and locally"
+    for r, own in same:
+        assert r["info"]["finish_reason"] == own["info"]["finish_reason"]
+        assert r["info"]["tokens_out"] == own["info"]["tokens_out"]
+        assert r["info"]["tokens_in"] == own["info"]["tokens_in"]

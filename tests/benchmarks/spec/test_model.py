@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from benchmarks.spec.model import (
+    DEFAULT_MAX_IN_FLIGHT,
     SLO,
     Application,
     AppOptions,
@@ -206,10 +207,19 @@ def test_a_unit_with_a_bad_field_is_refused_naming_it(fields: dict[str, Any], wo
         ({"kind": "fixed", "rate": 1, "think_time_s": 2}, "only to the closed loop"),
         ({"kind": "closed", "rate": 1}, "'rate' does not apply"),
         ({"kind": "fixed", "rate": 0}, "rate"),
+        ({"kind": "closed", "max_in_flight": 2}, "only to the open loops"),
+        ({"kind": "poisson", "rate": 1, "max_in_flight": 0}, "max_in_flight"),
+        ({"kind": "poisson", "rate": 1, "max_in_flight": 65}, "max_in_flight"),
     ],
 )
 def test_an_impossible_arrival_is_refused(fields: dict[str, Any], words: str) -> None:
     assert words in refused(lambda: Arrival(**fields))
+
+
+def test_the_in_flight_cap_is_one_in_a_closed_loop_and_the_default_or_the_given_one_in_an_open_loop() -> None:
+    assert Arrival().in_flight_cap == 1
+    assert Arrival(kind="fixed", rate=2).in_flight_cap == DEFAULT_MAX_IN_FLIGHT
+    assert Arrival(kind="trace", trace="t.txt", max_in_flight=3).in_flight_cap == 3
 
 
 def test_an_slo_threshold_must_be_positive() -> None:

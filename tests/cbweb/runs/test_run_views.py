@@ -46,6 +46,10 @@ def test_result_page_shows_the_slo_table_and_hands_chart_data_over(finished_run:
     assert 'id="slo-table"' in html and "100 %" in html
     # Each SLO as its metric, bound and unit (stored structured, shown as the spec writes it).
     assert "<td>e2e&lt;=1.0s</td>" in html and "<td>step&lt;=1.0s</td>" in html
+    # Goodput beside throughput: the requests that met the SLO, per second of the same window.
+    chat = finished_run.application_results.get(name="chat")
+    assert chat.goodput_rps == pytest.approx(chat.throughput_rps * chat.requests_met / chat.requests_counted)
+    assert "<th>Goodput</th>" in html and f"{chat.goodput_rps:.2f} req/s" in html
     data = chart_data(html)
     assert [g["node"] for g in data["gantt"]] == ["chat", "spin"]
     latency = {(s["application"], s["metric"]): s for s in data["latency"]}

@@ -28,7 +28,7 @@ warm:
   num_requests: 2
   priority: high
   slo: ["e2e<=1s"]
-  arrival: {kind: poisson, rate: 2.5, seed: 3}
+  arrival: {kind: poisson, rate: 2.5, seed: 3, max_in_flight: 4}
 load:
   type: Synthetic
   steps: 3
