@@ -277,8 +277,9 @@ def test_under_credit_a_second_held_at_the_gate_is_in_the_step_times_and_in_gate
     held = record["metrics"]["gate_wait"]
     assert 0.95 <= held < 1.6 and total == pytest.approx(held)
     steps = record["series"]["step"]
-    # The second step starts when the first ends: the hold before it is in it.
-    assert steps[1] >= held and max(steps[:1] + steps[2:]) < 0.5
+    # The second step starts when the first ends: the hold before it is in it, and in no other step
+    # (compared with the others, not with a fixed time: a loaded machine slows every step alike).
+    assert steps[1] >= held and steps[1] - max(steps[:1] + steps[2:]) >= 0.5 * held
     m = record["metrics"]
     assert m["step"] == pytest.approx(sum(steps) / 4)
     assert m["image"] >= m["text_encode"] + sum(steps) + m["vae_decode"]
