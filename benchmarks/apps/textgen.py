@@ -509,7 +509,7 @@ class _ServerStream:
                 out.token_times += [t] * (generated - self.counted)
                 self.counted = generated
                 spent = timings.get("predicted_ms") if isinstance(timings, dict) else None
-                if spent is not None and _is_number(spent):
+                if isinstance(spent, int | float) and not isinstance(spent, bool):
                     self.last_mark = (generated, float(spent))
                     self.first_mark = self.first_mark or self.last_mark
         usage = chunk.get("usage")

@@ -135,11 +135,12 @@ def test_a_servers_multibyte_reply_has_the_servers_token_count_and_tpot_and_the_
     assert any(ord(c) > 0x2FFF for c in japanese["info"]["reply"])
     assert japanese["info"]["chunks"] < japanese["info"]["tokens_out"] == 48
     # TPOT through the stream is the server's own time per decoded token over the same tokens (its
-    # predicted_ms between the first and the last chunk with text), and near its whole reply's figure,
-    # which also holds the steps before the first chunk (counting chunks as tokens is 1.9x off here).
+    # predicted_ms between the first and the last chunk with text). Its whole reply's figure also holds
+    # the steps before the first chunk, which vary on a busy machine; counting chunks as tokens would
+    # be 1.9x above it.
     tpot_ms = japanese["metrics"]["tpot"] * 1000
     assert tpot_ms == pytest.approx(japanese["info"]["server_tpot_ms"], rel=0.02)
-    assert tpot_ms == pytest.approx(japanese["info"]["server_timings"]["predicted_per_token_ms"], rel=0.2)
+    assert tpot_ms < 1.3 * japanese["info"]["server_timings"]["predicted_per_token_ms"]
     assert len(japanese["series"]["itl"]) <= 47
     # The server's count, less the end-of-sequence token it stopped on and did not send.
     assert stops["info"]["finish_reason"] == "stop"
