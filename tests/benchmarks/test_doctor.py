@@ -118,7 +118,8 @@ def test_a_missing_llama_server_is_listed_with_how_to_build_it_and_how_long_it_t
     monkeypatch.setenv("CB_LLAMA_SERVER", "/nonexistent/llama-server")
     check = check_llama_server()
     assert not check.ok
-    assert check.detail == "CB_LLAMA_SERVER=/nonexistent/llama-server is not an executable file (only LLMServer units need it)"
+    named = "CB_LLAMA_SERVER=/nonexistent/llama-server"
+    assert check.detail == f"{named} is not an executable file (only LLMServer units need it)"
     assert "make llama-server" in check.fix and "10 min" in check.fix
 
 
