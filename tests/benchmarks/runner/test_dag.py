@@ -85,8 +85,9 @@ def test_background_node_is_stopped_when_every_foreground_node_has_finished() ->
     assert analysis.status == "stopped"
     assert "foreground finished" in analysis.reason
     assert node(result, "outline").status == "succeeded"
-    # Stopped promptly at the next step boundary, long before its 1000 requests.
-    assert analysis.finished_at - node(result, "outline").finished_at < 2.0
+    # Stopped at a step boundary soon after, long before its 1000 requests (100 s of them); the bound
+    # leaves room for a loaded machine (a parallel suite), where it took 2 s.
+    assert analysis.finished_at - node(result, "outline").finished_at < 10.0
     assert 0 < app(result, "analysis").requests_counted < 1000
     assert result.status == "completed"
     # Stopped by design: what it never began was never due, so it asked only what it served.
