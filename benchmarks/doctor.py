@@ -1,8 +1,9 @@
 """``consumerbench doctor``: what this machine can run, each missing piece with its fix.
 
 Each check asks the library that would do the work (NVML for the GPU and driver, llama-cpp-python for
-its GPU offload, CTranslate2 for its CUDA devices, torch for CUDA and Apple's MPS, the monitor's own
-sources for NVML, GPM, DCGM and RAPL), so the answer is the one a run would meet. Nothing here fails:
+its GPU offload, CTranslate2 for its CUDA devices, torch for CUDA and Apple's MPS, the LLMServer
+application for its llama-server binary, the monitor's own sources for NVML, GPM, DCGM and RAPL), so
+the answer is the one a run would meet. Nothing here fails:
 a missing piece is a line with its fix (docs/install.md's "GPU machine" section says the same).
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from benchmarks import platform
+from benchmarks.apps.server import HOW_TO_GET, ServerError, server_binary
 from benchmarks.monitor.base import SourceUnavailable
 from benchmarks.monitor.sources import SOURCES
 
@@ -75,6 +77,17 @@ def check_llama_offload() -> Check:
     return Check("llama.cpp GPU offload", False, "llama-cpp-python is a CPU build (or missing)", FIX_LLAMA)
 
 
+def check_llama_server() -> Check:
+    """llama.cpp's ``llama-server``, found as an LLMServer unit's run finds it (only those units need it)."""
+    try:
+        found = server_binary()
+    except ServerError as exc:
+        # Only workflows with an LLMServer unit need it: the demo and most workflows run without it.
+        why = str(exc).replace(f": {HOW_TO_GET}", "")
+        return Check("llama-server", False, f"{why} (only LLMServer units need it)", HOW_TO_GET)
+    return Check("llama-server", True, f"{found} (for LLMServer units)")
+
+
 def check_ctranslate2() -> Check:
     """Whether CTranslate2 (faster-whisper) sees a CUDA device."""
     count = platform.ctranslate2_cuda_devices()
@@ -127,6 +140,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_gpu,
     check_cuda_toolkit,
     check_llama_offload,
+    check_llama_server,
     check_ctranslate2,
     check_torch,
     check_accelerator,

@@ -75,3 +75,21 @@ def test_an_unknown_flavour_is_refused(tmp_path):
         ["make", "-n", "-C", str(ROOT), "install", "GPU=rocm"], env=env, capture_output=True, text=True
     )
     assert done.returncode != 0 and "GPU=rocm: expected cuda, metal or cpu" in done.stderr
+
+
+def test_make_check_leaves_out_every_need_the_tiers_name_and_nothing_else():
+    from tests.conftest import SLOW_NEEDS
+
+    plan = subprocess.run(
+        ["make", "-n", "-o", "install", "-C", str(ROOT), "check"], capture_output=True, text=True, check=True
+    ).stdout
+    (line,) = [line for line in plan.splitlines() if "pytest" in line]
+    markers = line.split('-m "')[1].split('"')[0]
+    assert markers == " and ".join(f"not {need}" for need in SLOW_NEEDS)
+    assert " -n " in line
+
+
+def test_make_install_times_each_step_and_reports_the_compiles_progress(tmp_path):
+    plan = _install_plan(tmp_path, nvcc=False, gpu=False)
+    assert 'step "torch 2.13.0" --' in plan and 'echo "    $name: $(( $(date +%s) - start )) s"' in plan
+    assert "pip wheel -v" in plan and "compiling llama.cpp: ${pct:-configuring}" in plan

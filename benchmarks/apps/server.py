@@ -9,10 +9,10 @@ background node), and it is stopped when the foreground ends. It records its loa
 ``load_time_s``), its port, its process id and its resident memory.
 
 The binary is found as ``CB_LLAMA_SERVER`` (a path), else ``llama-server`` beside the Python that runs
-the engine (``make install`` builds it into the virtual environment), else on ``PATH``.
+the engine (``make llama-server`` builds it into the virtual environment), else on ``PATH``.
 
 Under a scheduler whose gate may hold a step back (credit), each of the server's batches is one gated
-step: ``make install`` builds the server with ``server_gate.patch``, which makes every decode step ask
+step: ``make llama-server`` builds the server with ``server_gate.patch``, which makes every decode step ask
 this node's process for admission over a pipe, and ``StepGateBridge`` carries the question through
 the node's gate (docs/schedulers.md, "Model servers"). A server built without the patch is refused
 under such a scheduler rather than left ungated.
@@ -54,6 +54,11 @@ if TYPE_CHECKING:
 
 BINARY_ENV = "CB_LLAMA_SERVER"
 BINARY = "llama-server"
+# How to get the binary (the error of a run that needs it, and `consumerbench doctor`'s fix).
+HOW_TO_GET = (
+    f"run `make llama-server` (compiles llama.cpp's server, about 10 min of CPU, once per version: it is "
+    f"cached), or set {BINARY_ENV} to its path"
+)
 # How long a server may take to load its model and answer /health, and how often it is asked.
 READY_TIMEOUT_S = 300.0
 POLL_S = 0.1
@@ -109,10 +114,7 @@ def server_binary() -> Path:
     found = shutil.which(BINARY)
     if found:
         return Path(found)
-    raise ServerError(
-        f"llama.cpp's {BINARY} is not installed: run `make llama-server` (compiles llama.cpp's server, "
-        f"about 10 min of CPU, once per version: it is cached), or set {BINARY_ENV} to its path"
-    )
+    raise ServerError(f"llama.cpp's {BINARY} is not installed: {HOW_TO_GET}")
 
 
 def check(unit: Application, files: FilePolicy = UNRESTRICTED) -> list[str]:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.doctor import CHECKS, Check, check_accelerator, check_gpu
+from benchmarks.doctor import CHECKS, Check, check_accelerator, check_gpu, check_llama_server
 from benchmarks.platform import accelerator, gpus, has_gpu
 from tests.benchmarks.test_engine_isolation import WEB_STACK, run_without
 
@@ -28,6 +28,7 @@ def test_doctor_answers_every_check_and_exits_0_whatever_is_missing():
         "GPU",
         "CUDA toolkit",
         "llama.cpp GPU offload",
+        "llama-server",
         "CTranslate2 CUDA",
         "torch GPU",
         "device: gpu",
@@ -111,3 +112,21 @@ def test_an_engine_command_loads_no_plugged_in_command_so_never_the_web_stack():
     result = run_without(DOCTOR % (ours,), ())
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["loaded"] == []
+
+
+def test_a_missing_llama_server_is_listed_with_how_to_build_it_and_how_long_it_takes(monkeypatch):
+    monkeypatch.setenv("CB_LLAMA_SERVER", "/nonexistent/llama-server")
+    check = check_llama_server()
+    assert not check.ok
+    named = "CB_LLAMA_SERVER=/nonexistent/llama-server"
+    assert check.detail == f"{named} is not an executable file (only LLMServer units need it)"
+    assert "make llama-server" in check.fix and "10 min" in check.fix
+
+
+def test_an_installed_llama_server_is_listed_with_its_path(monkeypatch, tmp_path):
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("CB_LLAMA_SERVER", str(binary))
+    check = check_llama_server()
+    assert check.ok and check.detail == f"{binary} (for LLMServer units)"

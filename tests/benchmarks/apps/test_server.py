@@ -273,6 +273,24 @@ def test_a_missing_server_binary_stops_the_run_before_it_starts(monkeypatch: pyt
     ]
 
 
+def test_validate_check_files_says_how_to_build_a_missing_server_and_how_long_it_takes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.cli import main
+
+    # Nowhere to be found: not named, not beside this Python, not on PATH.
+    monkeypatch.delenv("CB_LLAMA_SERVER", raising=False)
+    monkeypatch.setattr(server_app, "BINARY", "llama-server-absent")
+    path = tmp_path / "shared.yml"
+    path.write_text(SHARED)
+    assert main(["validate", str(path)]) == 0  # the spec alone: a file for another machine validates
+    capsys.readouterr()
+    assert main(["validate", "--check-files", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "line 1: llm: llama.cpp's llama-server-absent is not installed: run `make llama-server`" in out
+    assert "about 10 min of CPU" in out
+
+
 @served
 def test_the_llama_settings_reach_llama_server_and_its_clients_are_served(tmp_path: Path) -> None:
     text = """\

@@ -145,7 +145,10 @@ def test_run_reports_the_cpu_time_it_cost_and_the_time_spent_in_each_source():
     sampler = Sampler(50, ["psutil"])
     _run(sampler, 0.5)
     stats = sampler.stats
-    assert 0.45 <= stats.duration_s <= 0.7
+    # It stops once the duration is up (a loaded machine may deschedule it for a while past that).
+    assert 0.45 <= stats.duration_s <= 1.5
     assert 0 < stats.cpu_s < stats.duration_s
     assert 0 < stats.source_s["psutil"] < stats.duration_s
-    assert stats.missed == 0
+    # Each of the 25 periods is a tick or a tick counted as missed (none on an idle machine), then the
+    # closing tick; a missed tick is never lost from the count.
+    assert 24 <= stats.ticks - 1 + stats.missed <= 26, (stats.ticks, stats.missed)

@@ -86,7 +86,10 @@ def test_request_feedback_sets_pressure_from_latency_against_the_slo() -> None:
 
 
 def test_medium_work_is_slowed_to_its_floor_share_not_stopped_by_pressured_high_work() -> None:
+    # start_together: the MEDIUM node begins with the HIGH request, not whenever its process happens to
+    # be up (on a loaded machine, after the HIGH request has ended: nothing to measure).
     text = """
+start_together: true
 chat: {type: Synthetic, steps: 40, step_ms: 10, num_requests: 1, priority: high, slo: ["e2e<=100ms"]}
 img: {type: Synthetic, steps: 1, step_ms: 20, num_requests: 10000, priority: medium}
 workflows:

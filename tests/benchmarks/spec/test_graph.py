@@ -63,9 +63,9 @@ def test_topological_order_is_the_old_stable_order(data: st.DataObject) -> None:
 
 def test_topological_order_of_a_long_chain_is_fast() -> None:
     wf = chain_workflow(5000)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's waits do not count
     assert wf.topological_order() == [f"n{i}" for i in range(5000)]
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
 
 
 # -- the partition share check ----------------------------------------------------------------------
@@ -95,12 +95,12 @@ def test_largest_concurrent_share_equals_the_old_exhaustive_search(case: Any) ->
 
 
 def test_the_partition_check_of_24_pairs_is_fast_and_right() -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's waits do not count
     wf = pairs_workflow(24, 4)
     assert concurrent_sets_max(wf, {n: 4 for n in wf.nodes})[0] == 96
     assert "120 %" in problems(lambda: load_yaml("scheduler: partition\n" + pairs_text(24, 5)))
     load_yaml("scheduler: partition\n" + pairs_text(24, 4))
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
 
 
 def pairs_text(pairs: int, share: int) -> str:

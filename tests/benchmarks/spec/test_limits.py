@@ -36,10 +36,10 @@ def test_the_cli_defaults_are_the_documented_limits() -> None:
 
 def test_100000_nodes_are_refused_before_anything_is_built() -> None:
     spec = {"a": {"type": "Sleep"}, "workflows": {f"n{i}": {"uses": "a"} for i in range(100_000)}}
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's waits do not count
     text = problems(lambda: from_dict(spec, limits=Limits(max_values=10**7)))
     assert "100000 nodes, over the limit of 64" in text
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
     # Under the default limits the sheer number of values is refused first.
     assert "more than 200000 values" in problems(lambda: from_dict(spec))
 
@@ -54,10 +54,10 @@ def test_units_and_task_lists_over_the_limits_are_refused() -> None:
 
 def test_a_task_list_of_many_tasks_of_one_type_is_named_in_linear_time() -> None:
     tasks = {"wf": {"tasks": [{"type": "Sleep", "num_requests": 1} for _ in range(3000)]}}
-    start = time.perf_counter()
+    start = time.process_time()
     wf = from_dict(tasks, limits=Limits(max_nodes=3000, max_units=3000))
     assert len(wf.nodes) == 3000 and "sleep_3000" in wf.nodes
-    assert time.perf_counter() - start < 20
+    assert time.process_time() - start < 20
 
 
 def test_requests_per_run_count_warmup_and_concurrency_of_every_node() -> None:

@@ -12,27 +12,12 @@ from django.test import Client
 
 from cbweb.runs.execution import run_execute
 from cbweb.runs.models import Run
-
-SLO_YAML = """\
-chat:
-  type: Sleep
-  sleep_time: 0.02
-  num_requests: 4
-  slo: ["e2e<=1s"]
-spin:
-  type: Synthetic
-  steps: 2
-  step_ms: 1
-  num_requests: 3
-  slo: ["step<=1s"]
-"""
+from tests.cbweb.recorded import CHAT_YAML, PARTIAL_YAML, SLO_YAML
 
 
 @pytest.fixture
-def finished_run(alice: Any, make_workflow: Any, make_run: Any) -> Run:
-    run = make_run(make_workflow(alice, yaml_text=SLO_YAML), alice)
-    assert run_execute(run_id=run.pk, worker="test") == "succeeded"
-    return Run.objects.get(pk=run.pk)
+def finished_run(alice: Any, make_workflow: Any, make_run: Any, finish_run: Any) -> Run:
+    return finish_run(make_run(make_workflow(alice, yaml_text=SLO_YAML), alice))
 
 
 def chart_data(html: str) -> dict[str, Any]:
@@ -132,13 +117,13 @@ def test_cancel_button_of_another_user_is_forbidden(
 
 
 def test_compare_groups_repetitions_with_a_confidence_interval(
-    alice: Any, make_workflow: Any, make_run: Any
+    alice: Any, make_workflow: Any, make_run: Any, finish_run: Any
 ) -> None:
     workflow = make_workflow(alice, yaml_text=SLO_YAML)
     single = make_run(workflow, alice)
     repeated = make_run(workflow, alice, repeats=2)
     for run in [single, *repeated]:
-        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+        assert finish_run(run).status == "succeeded"
     ids = [single.pk, *(r.pk for r in repeated)]
     response = Client().get("/runs/compare/", {"runs": ids})
     assert response.status_code == 200
@@ -186,27 +171,13 @@ def test_images_in_the_bundle_are_shown_on_the_result_page(finished_run: Run) ->
     assert response["Content-Type"] == "image/png"
 
 
-CHAT_YAML = """\
-chat:
-  type: Chatbot
-  model: smollm2-135m
-  device: cpu
-  num_requests: 2
-  max_tokens: 8
-  temperature: 0
-"""
-
-
 @pytest.fixture
-def chat_runs(alice: Any, make_workflow: Any, make_run: Any) -> list[Run]:
-    """Two repetitions of a real chat run on the packaged SmolLM2 (one launch, so one compare column)."""
+def chat_runs(alice: Any, make_workflow: Any, make_run: Any, finish_run: Any) -> list[Run]:
+    """Two repetitions of a chat run on the packaged SmolLM2 (one launch, so one compare column)."""
     runs = make_run(make_workflow(alice, name="chat", yaml_text=CHAT_YAML), alice, repeats=2)
-    for run in runs:
-        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
-    return [Run.objects.get(pk=r.pk) for r in runs]
+    return [finish_run(run, "chat") for run in runs]
 
 
-@pytest.mark.models
 def test_the_result_and_compare_pages_show_each_applications_quality_figures(chat_runs: list[Run]) -> None:
     first = chat_runs[0]
     quality = first.application_results.get(name="chat").quality
@@ -232,28 +203,13 @@ def test_a_run_without_quality_figures_shows_no_quality_table(finished_run: Run)
     assert 'id="slo-table"' in html and 'id="quality-table"' not in html
 
 
-PARTIAL_YAML = """\
-chat:
-  type: Sleep
-  sleep_time: 0.01
-  num_requests: 2
-  slo: ["e2e<=1s"]
-crash:
-  type: Synthetic
-  steps: 1
-  step_ms: 1
-  num_requests: 4
-  fail_at_request: 1
-  slo: ["step<=1s"]
-"""
-
-
 def test_a_partial_runs_attainment_is_labelled_of_requested_on_its_page_the_list_and_compare(
-    finished_run: Run, alice: Any, make_workflow: Any, make_run: Any
+    finished_run: Run, alice: Any, make_workflow: Any, make_run: Any, finish_run: Any
 ) -> None:
-    partial = make_run(make_workflow(alice, name="partial", yaml_text=PARTIAL_YAML), alice)
-    assert run_execute(run_id=partial.pk, worker="test") == "failed"
-    partial = Run.objects.get(pk=partial.pk)
+    partial = finish_run(
+        make_run(make_workflow(alice, name="partial", yaml_text=PARTIAL_YAML), alice), "partial"
+    )
+    assert partial.status == "failed"
     assert partial.summary["partial"] and partial.summary["headline"].endswith("% of requested")
     label = re.compile(r'<a class="of-requested" href="/docs/metrics/"[^>]*>of requested</a>')
     page = Client().get(f"/runs/{partial.pk}/").content.decode()
@@ -324,7 +280,7 @@ def test_the_bundle_leaves_out_a_link_that_points_out_of_it(
 
 
 def test_compare_warns_when_runs_ran_different_versions_and_links_their_diff(
-    alice: Any, make_workflow: Any, make_run: Any
+    alice: Any, make_workflow: Any, make_run: Any, finish_run: Any
 ) -> None:
     from cbweb.workflows.services import workflow_update
 
@@ -335,7 +291,7 @@ def test_compare_warns_when_runs_ran_different_versions_and_links_their_diff(
     )
     second = make_run(workflow, alice)
     for run in (first, second):
-        assert run_execute(run_id=run.pk, worker="test") == "succeeded"
+        assert finish_run(run).status == "succeeded"
     response = Client().get("/runs/compare/", {"runs": [first.pk, second.pk]})
     (warning,) = response.context["compare"]["warnings"]
     assert warning["message"] == (
