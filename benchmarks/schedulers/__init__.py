@@ -67,7 +67,7 @@ def scheduler_params(name: str, values: Mapping[str, Any]) -> SchedulerParams:
     with its allowed range or, for an unknown one, the parameters the scheduler takes.
     """
     cls = scheduler_class(name)
-    known = tuple(cls.Params.model_fields)
+    known = cls.Params.names()
     problems: list[tuple[str, str]] = []
     for key in values:
         if key not in known:

@@ -69,6 +69,17 @@ class SchedulerParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Return the parameters' names, each class's own before those it inherits: a scheduler's
+        distinctive parameters first, the timing it shares with its siblings after them."""
+        ordered: list[str] = []
+        for klass in cls.__mro__:
+            for name in vars(klass).get("__annotations__", {}):
+                if name in cls.model_fields and name not in ordered:
+                    ordered.append(name)
+        return tuple(ordered)
+
 
 @dataclass(frozen=True)
 class NodePlan:
