@@ -243,8 +243,7 @@ def scheduler_param_fields() -> dict[str, forms.Field]:
     return {
         param_field_name(name, param): _param_field(name, param, info)
         for name, cls in SCHEDULERS.items()
-        for param in cls.Params.names()
-        for info in (cls.Params.model_fields[param],)
+        for param, info in cls.Params.model_fields.items()
     }
 
 
@@ -255,7 +254,7 @@ def chosen_scheduler_params(cleaned: Mapping[str, Any], name: str) -> dict[str, 
         return {}
     return {
         param: cleaned[param_field_name(name, param)]
-        for param in SCHEDULERS[name].Params.names()
+        for param in SCHEDULERS[name].Params.model_fields
         if cleaned.get(param_field_name(name, param)) not in (None, "")
     }
 
