@@ -144,10 +144,11 @@ worker: install
 # then the whole suite (engine, web, workers, security, e2e) in parallel: what CI runs.
 CHECK_MARKERS := not models and not browser and not faults and not llama_server and not gpu and not spawns \
 	and not broker and not stack
-# pytest-xdist workers: the fast tier is CPU-bound (one per core); most of the full suite waits on the
-# processes it starts, so it keeps more workers busy than there are cores.
+# pytest-xdist workers: the fast tier is CPU-bound (one per core). The full suite runs one worker per
+# core too: its tests start runs, servers and browsers whose timings they check, and with more workers
+# than cores on a 2-core machine the broker tests' runs did not start within their bounds.
 CHECK_WORKERS ?= auto
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= auto
 # The web tests run on PostgreSQL and the broker tests on Redis where they answer on their default
 # addresses (CI's CB_REQUIRE_SERVICES=1 fails the tests that need an absent one, elsewhere they skip
 # with the reason). Each pytest-xdist worker gets its own test database (pytest-django adds _gw0, _gw1,

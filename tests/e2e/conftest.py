@@ -108,7 +108,10 @@ def page() -> Iterator[Any]:
                 "--disable-sync",
             ],
         )
-        context = browser.new_context(viewport={"width": 1400, "height": 2200})
+        # Playwright evaluates wait_for_function's string predicates with eval, which the pages'
+        # Content-Security-Policy forbids: these tests bypass it. The policy itself is tested without
+        # bypassing, pages and charts included, in tests/security/test_pages_csp.py.
+        context = browser.new_context(viewport={"width": 1400, "height": 2200}, bypass_csp=True)
         tab = context.new_page()
         errors: list[str] = []
         tab.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -289,7 +289,9 @@ def test_under_credit_a_second_held_at_the_gate_is_in_the_step_times_and_in_gate
 def test_under_greedy_the_same_image_shows_no_gate_wait(tmp_path):
     record, total = _image_with_chat_holding_the_device("greedy", tmp_path)
     assert record["metrics"]["gate_wait"] == 0.0 and total == 0.0
-    assert max(record["series"]["step"]) < 0.5
+    # No step carries the chat's second (compared with the other steps: a loaded machine slows all).
+    steps = record["series"]["step"]
+    assert max(steps) - min(steps) < 0.5
 
 
 def test_an_images_default_slos_are_its_step_and_the_whole_image_at_steps_times_the_step_slo(make_unit):

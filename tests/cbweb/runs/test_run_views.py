@@ -133,8 +133,9 @@ def test_compare_groups_repetitions_with_a_confidence_interval(
     assert second["mean_attainment"]["n"] == 2 and second["mean_attainment"]["low"] is not None
     assert second["applications"]["chat"]["cdfs"]["e2e"]["p"][-1] == 1.0
     assert len(second["applications"]["chat"]["cdfs"]["e2e"]["x"]) == 8
-    # Every latency metric of an application has its CDF: the SLO's step, then e2e.
-    assert list(second["applications"]["spin"]["cdfs"]) == ["step", "e2e"]
+    # Every latency metric of an application has its CDF: the SLO's step, then e2e, then the time the
+    # scheduler's gate held each request (0 under greedy).
+    assert list(second["applications"]["spin"]["cdfs"]) == ["step", "e2e", "gate_wait"]
     assert compare["table"][0]["cells"][1]["delta_attainment"] == "+0.0 pt, not distinguishable"
     attainment_row = compare["run_rows"][0]
     assert (
