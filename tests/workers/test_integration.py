@@ -213,7 +213,9 @@ def test_cancel_through_the_api_stops_a_running_run_within_seconds_and_keeps_par
     start_worker("cancel")
     run_id = _submit(api, SLOW)["id"]
     wait_until(
-        lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
+        lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3,
+        "the run never got going",
+        timeout=180,
     )
     asked = time.monotonic()
     assert api.post(f"/api/v1/runs/{run_id}/cancel/").status_code == 200
@@ -235,6 +237,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_by_the_sweeper_with_its_d
             and TelemetryChunk.objects.filter(run_id=run_id).exists()
         ),
         "the run wrote no progress and telemetry",
+        timeout=180,
     )
     engine = psutil.Process(victim.pid).children(recursive=True)
     assert engine, "the engine started no process"
@@ -270,7 +273,9 @@ def test_a_worker_asked_to_stop_mid_run_stores_the_run_failed_with_its_partial_d
     worker = start_worker("stopping")
     run_id = _submit(api, SLOW)["id"]
     wait_until(
-        lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3, "the run never got going"
+        lambda: Run.objects.get(pk=run_id).progress["nodes"]["slow"]["done"] >= 3,
+        "the run never got going",
+        timeout=180,
     )
     asked = time.monotonic()
     worker.process.send_signal(signal.SIGTERM)  # what `docker compose stop` sends
@@ -297,7 +302,9 @@ def test_the_same_run_delivered_twice_is_executed_once(
         return sum(len(re.findall(pattern, w.output())) for w in (first, second))
 
     wait_until(
-        lambda: returned("succeeded") + returned("skipped") == 2, "two deliveries were not both handled"
+        lambda: returned("succeeded") + returned("skipped") == 2,
+        "two deliveries were not both handled",
+        timeout=180,
     )
     assert (returned("succeeded"), returned("skipped")) == (1, 1)
     assert Run.objects.get(pk=run.pk).status == "succeeded"
